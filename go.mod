@@ -1,0 +1,3 @@
+module github.com/lookout-dev/lookout
+
+go 1.26

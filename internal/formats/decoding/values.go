@@ -1,0 +1,240 @@
+package decoding
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ValueReader streams the top-level JSON values of an input: one for a JSON
+// file, one a line for JSONL (pretty-printed values spanning lines work too).
+// It finds where each value ends without decoding it, so memory holds one
+// value at a time however large the input.
+type ValueReader struct {
+	r    io.Reader
+	file string
+	buf  []byte // buf[start:end] is unread input
+	beg  int
+	end  int
+	eof  bool
+	err  error
+
+	line, col int // position of buf[beg]
+	// MaxValue bounds one value's size; 0 means no bound.
+	MaxValue int
+}
+
+// NewValueReader reads values from r; file names the input in errors.
+func NewValueReader(r io.Reader, file string) *ValueReader {
+	return &ValueReader{r: r, file: file, buf: make([]byte, 0, 64<<10), line: 1, col: 1}
+}
+
+// Value is one top-level value and where it starts.
+type Value struct {
+	Source
+	Index int // 0-based count of values before this one
+}
+
+// Next returns the next value. The bytes are valid until the next call.
+// At the end of input it returns io.EOF. Bytes that cannot start or finish a
+// value give an *Error with the position.
+func (vr *ValueReader) Next(index int) (Value, error) {
+	// Skip white space (and a UTF-8 byte order mark at the very start).
+	for {
+		if vr.beg == vr.end {
+			if err := vr.fill(); err != nil {
+				return Value{}, err
+			}
+			if vr.beg == vr.end {
+				return Value{}, io.EOF
+			}
+		}
+		c := vr.buf[vr.beg]
+		if c == '\n' {
+			vr.line++
+			vr.col = 1
+			vr.beg++
+			continue
+		}
+		if c == ' ' || c == '\t' || c == '\r' {
+			vr.col++
+			vr.beg++
+			continue
+		}
+		if c == 0xEF && vr.line == 1 && vr.col == 1 {
+			if vr.end-vr.beg < 3 {
+				if err := vr.fill(); err != nil {
+					return Value{}, err
+				}
+			}
+			if vr.end-vr.beg >= 3 && bytes.Equal(vr.buf[vr.beg:vr.beg+3], []byte{0xEF, 0xBB, 0xBF}) {
+				vr.beg += 3
+				continue
+			}
+		}
+		break
+	}
+	n, err := vr.scanValue()
+	if err != nil {
+		return Value{}, err
+	}
+	v := Value{Source: Source{File: vr.file, Data: vr.buf[vr.beg : vr.beg+n], Line: vr.line, Col: vr.col}, Index: index}
+	nl := bytes.Count(v.Data, []byte{'\n'})
+	if nl > 0 {
+		vr.line += nl
+		vr.col = n - bytes.LastIndexByte(v.Data, '\n')
+	} else {
+		vr.col += n
+	}
+	vr.beg += n
+	return v, nil
+}
+
+// fill reads more input, keeping buf[beg:end] and growing buf when full.
+func (vr *ValueReader) fill() error {
+	if vr.err != nil {
+		return vr.err
+	}
+	if vr.eof {
+		return nil
+	}
+	if vr.beg > 0 {
+		copy(vr.buf[:cap(vr.buf)], vr.buf[vr.beg:vr.end])
+		vr.end -= vr.beg
+		vr.beg = 0
+	}
+	if vr.end == cap(vr.buf) {
+		if vr.MaxValue > 0 && vr.end >= vr.MaxValue {
+			vr.err = &Error{File: vr.file, Line: vr.line, Col: vr.col, Msg: fmt.Sprintf("a JSON value larger than %d bytes", vr.MaxValue), Trace: -1}
+			return vr.err
+		}
+		nb := make([]byte, vr.end, 2*cap(vr.buf))
+		copy(nb, vr.buf[:vr.end])
+		vr.buf = nb
+	}
+	m, err := vr.r.Read(vr.buf[vr.end:cap(vr.buf)])
+	vr.end += m
+	vr.buf = vr.buf[:vr.end]
+	if errors.Is(err, io.EOF) {
+		vr.eof = true
+	} else if err != nil {
+		vr.err = &Error{File: vr.file, Line: vr.line, Col: vr.col, Msg: "read: " + err.Error(), Trace: -1}
+		return vr.err
+	}
+	return nil
+}
+
+// scanValue returns the length of the value starting at buf[beg], reading
+// more input as needed. It checks only structure (brackets and strings); the
+// decoder that parses the value reports any other error with its path.
+func (vr *ValueReader) scanValue() (int, error) {
+	depth := 0
+	i := 0 // offset from beg
+	var stack []byte
+	for {
+		for vr.beg+i >= vr.end {
+			if vr.eof {
+				if depth == 0 && i > 0 {
+					return i, nil
+				}
+				return 0, vr.errAt(i, "unexpected end of input inside a JSON value")
+			}
+			if err := vr.fill(); err != nil {
+				return 0, err
+			}
+		}
+		c := vr.buf[vr.beg+i]
+		switch c {
+		case '"':
+			j, err := vr.scanString(i)
+			if err != nil {
+				return 0, err
+			}
+			i = j
+			if depth == 0 {
+				return i, nil
+			}
+			continue
+		case '{', '[':
+			stack = append(stack, c)
+			depth++
+		case '}', ']':
+			if depth == 0 || (c == '}') != (stack[depth-1] == '{') {
+				return 0, vr.errAt(i, "unexpected %q", c)
+			}
+			depth--
+			stack = stack[:depth]
+			if depth == 0 {
+				return i + 1, nil
+			}
+		default:
+			if depth == 0 {
+				// A scalar at top level ends at white space or a delimiter.
+				j := i
+				for {
+					for vr.beg+j >= vr.end && !vr.eof {
+						if err := vr.fill(); err != nil {
+							return 0, err
+						}
+					}
+					if vr.beg+j >= vr.end {
+						return j, nil
+					}
+					switch vr.buf[vr.beg+j] {
+					case ' ', '\t', '\r', '\n', '{', '[', '"', '}', ']', ',':
+						if j == i {
+							return 0, vr.errAt(i, "unexpected %q", vr.buf[vr.beg+j])
+						}
+						return j, nil
+					}
+					j++
+				}
+			}
+		}
+		i++
+	}
+}
+
+// scanString returns the offset just past the string starting at offset i.
+func (vr *ValueReader) scanString(i int) (int, error) {
+	j := i + 1
+	for {
+		rest := vr.buf[vr.beg+j : vr.end]
+		k := bytes.IndexByte(rest, '"')
+		if k < 0 {
+			if nl := bytes.IndexByte(rest, '\n'); nl >= 0 {
+				return 0, vr.errAt(j+nl, "unterminated string")
+			}
+			j = vr.end - vr.beg
+			if vr.eof {
+				return 0, vr.errAt(i, "unterminated string at end of input")
+			}
+			if err := vr.fill(); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		// A raw newline cannot be inside a JSON string: stop at it so one
+		// broken line of a JSONL file does not swallow the rest.
+		if nl := bytes.IndexByte(rest[:k], '\n'); nl >= 0 {
+			return 0, vr.errAt(j+nl, "unterminated string")
+		}
+		q := j + k
+		bs := 0
+		for p := vr.beg + q - 1; p > vr.beg+i && vr.buf[p] == '\\'; p-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return q + 1, nil
+		}
+		j = q + 1
+	}
+}
+
+func (vr *ValueReader) errAt(off int, format string, args ...any) *Error {
+	src := Source{File: vr.file, Data: vr.buf[vr.beg:vr.end], Line: vr.line, Col: vr.col}
+	e := src.Errorf(off, "", format, args...)
+	vr.err = e
+	return e
+}
