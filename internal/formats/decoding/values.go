@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // ValueReader streams the top-level JSON values of an input: one for a JSON
@@ -237,4 +238,35 @@ func (vr *ValueReader) errAt(off int, format string, args ...any) *Error {
 	e := src.Errorf(off, "", format, args...)
 	vr.err = e
 	return e
+}
+
+// Resync recovers from a structural error so that a line-oriented input
+// (JSONL) can go on: it drops the rest of the current line. It reports
+// whether there may be more input.
+func (vr *ValueReader) Resync() bool {
+	if vr.err == nil {
+		return true
+	}
+	if _, ok := vr.err.(*Error); !ok || vr.buf == nil {
+		return false
+	}
+	if e := vr.err.(*Error); strings.HasPrefix(e.Msg, "read: ") {
+		return false // an I/O error is not a problem of the content
+	}
+	vr.err = nil
+	for {
+		if i := bytes.IndexByte(vr.buf[vr.beg:vr.end], '\n'); i >= 0 {
+			vr.beg += i + 1
+			vr.line++
+			vr.col = 1
+			return true
+		}
+		vr.beg = vr.end
+		if vr.eof {
+			return false
+		}
+		if err := vr.fill(); err != nil {
+			return false
+		}
+	}
 }
