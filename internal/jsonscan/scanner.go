@@ -337,7 +337,7 @@ func (s *Scanner) readString() (string, error) {
 			s.pos = i + 1
 			b := s.data[start:i]
 			if !ascii && !utf8.Valid(b) {
-				return strings.ToValidUTF8(string(b), "\uFFFD"), nil
+				return toValidUTF8(b), nil
 			}
 			return string(b), nil
 		}
@@ -366,7 +366,7 @@ func (s *Scanner) readEscaped(start, i int) (string, error) {
 		case c == '"':
 			s.pos = i + 1
 			if !utf8.Valid(buf) {
-				return strings.ToValidUTF8(string(buf), "\uFFFD"), nil
+				return toValidUTF8(buf), nil
 			}
 			return string(buf), nil
 		case c < 0x20:
@@ -426,6 +426,21 @@ func (s *Scanner) readEscaped(start, i int) (string, error) {
 	}
 	s.pos = len(s.data)
 	return "", s.Errorf("unexpected end of JSON input in string")
+}
+
+// toValidUTF8 replaces each invalid byte with U+FFFD, as encoding/json does.
+func toValidUTF8(b []byte) string {
+	out := make([]byte, 0, len(b)+8)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, "\uFFFD"...)
+		} else {
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return string(out)
 }
 
 func hex4(b []byte, i int) (rune, bool) {

@@ -1,0 +1,49 @@
+# Lookout's build and test entry points. `make test` is the README's test
+# command and what CI runs (with `make fuzz`).
+GO        ?= go
+GOBIN     := $(shell $(GO) env GOPATH)/bin
+STATICCHECK_VERSION := v0.8.2
+FUZZTIME  ?= 60s
+
+# Fuzz targets: package and target name.
+FUZZ_TARGETS := \
+	./internal/formats/invariant:FuzzDecode \
+	./internal/formats/snorkel:FuzzDecode \
+	./internal/formats/mlflow:FuzzDecode \
+	./internal/formats/bedrock:FuzzDecode \
+	./internal/formats:FuzzDetect \
+	./internal/trace:FuzzParseAddress \
+	./internal/jsonscan:FuzzScanner
+
+.PHONY: all build test lint fuzz bench tools clean
+
+all: build
+
+build:
+	$(GO) build -o lookout ./cmd/lookout
+
+tools:
+	@test -x $(GOBIN)/staticcheck && $(GOBIN)/staticcheck -version | grep -q '$(STATICCHECK_VERSION:v%=%)' || \
+		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+lint: tools
+	@fmt=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
+	$(GO) vet ./...
+	$(GOBIN)/staticcheck ./...
+
+test: lint
+	$(GO) test -race -count=1 ./...
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -cpu 1 ./bench/
+
+clean:
+	rm -f lookout
