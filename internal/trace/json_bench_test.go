@@ -1,6 +1,5 @@
 package trace
 
-
 import (
 	"os"
 	"testing"
