@@ -95,6 +95,10 @@ func Detect(head []byte) (Format, error) {
 			return unsupported("otlp-json", "OTLP JSON export files are read by the OpenTelemetry importer, which is not built yet")
 		case has("trace", "observations"):
 			return unsupported("langfuse-export", "Langfuse trace exports are read by the OpenTelemetry importer, which is not built yet")
+		case has("messages"):
+			// Invariant and canonical traces may carry a span tree beside
+			// their events; MLflow and OTel span dumps never have messages.
+			return Invariant, nil
 		case has("spans") && (has("final_output") || has("spans[].parent") || has("spans[].context.trace_id") && !has("spans[].parent_id")):
 			return unsupported("otel-spans", "OpenTelemetry SDK span dumps are read by the OpenTelemetry importer, which is not built yet")
 		case has("spans") || has("info", "data"):

@@ -22,6 +22,10 @@ type ValueReader struct {
 	err  error
 
 	line, col int // position of buf[beg]
+	// lines is set once a value was seen whole on one line: the input is
+	// JSONL, so a newline inside an unclosed value ends it with an error
+	// instead of letting one broken line swallow the rest of the file.
+	lines bool
 	// MaxValue bounds one value's size; 0 means no bound.
 	MaxValue int
 }
@@ -87,6 +91,7 @@ func (vr *ValueReader) Next(index int) (Value, error) {
 		vr.col = n - bytes.LastIndexByte(v.Data, '\n')
 	} else {
 		vr.col += n
+		vr.lines = true
 	}
 	vr.beg += n
 	return v, nil
@@ -139,6 +144,11 @@ func (vr *ValueReader) scanValue() (int, error) {
 				if depth == 0 && i > 0 {
 					return i, nil
 				}
+				if bytes.IndexByte(vr.buf[vr.beg:vr.beg+i], '\n') >= 0 {
+					// Point at the start, where the unclosed value begins,
+					// not at the last line of the file.
+					return 0, vr.errAt(0, "this JSON value is never closed (end of input reached)")
+				}
 				return 0, vr.errAt(i, "unexpected end of input inside a JSON value")
 			}
 			if err := vr.fill(); err != nil {
@@ -147,6 +157,10 @@ func (vr *ValueReader) scanValue() (int, error) {
 		}
 		c := vr.buf[vr.beg+i]
 		switch c {
+		case '\n':
+			if depth > 0 && vr.lines {
+				return 0, vr.errAt(i, "JSON value not closed at the end of its line")
+			}
 		case '"':
 			j, err := vr.scanString(i)
 			if err != nil {

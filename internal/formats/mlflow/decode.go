@@ -1,18 +1,1189 @@
-// Package mlflow decodes ... (being written).
+// Package mlflow decodes MLflow traces into canonical traces.
+//
+// # Inputs
+//
+// One JSON object is one trace; several objects one after another (JSONL)
+// are read in turn. Two shapes are read:
+//
+//	{"spans": [...]}                                   MLflow 2 (Trace.to_dict "data" alone)
+//	{"info": {...}, "data": {"spans": [...], ...}}     MLflow 2 and 3 Trace.to_dict / trace JSON
+//
+// and each span may use either of MLflow's span dictionaries:
+//
+//	| member            | MLflow 2 span dict (schema v2)         | MLflow 3 span dict (v3 proto / v4)                 |
+//	|-------------------|----------------------------------------|----------------------------------------------------|
+//	| span id           | context.span_id ("0x" + 16 hex)        | span_id (16 hex, or base64 in v3)                  |
+//	| trace id          | context.trace_id ("0x" + 32 hex)       | trace_id (kept in Span.Extra, as is otel_trace_id) |
+//	| parent            | parent_id (null or an id)              | parent_span_id (null, "" or an id)                 |
+//	| times             | start_time, end_time (ns integers)     | start_time_unix_nano, end_time_unix_nano (ns,      |
+//	|                   |                                        | integers or strings of digits)                     |
+//	| status            | status_code, status_message            | status: {code, message}                            |
+//	| attributes        | attributes: values JSON-encoded text   | the same                                           |
+//
+// Span.ID is the span id as given (it must be a non-empty string without
+// '.', since addresses are dotted), ParentID the parent's, Name the name,
+// Start and End time.Unix(0, ns) in UTC, Status the status code without any
+// STATUS_CODE_ prefix (OK, ERROR or UNSET; the integers 0, 1, 2 of OTLP JSON
+// are read as UNSET, OK, ERROR), StatusMessage the message. Kind is the
+// decoded mlflow.spanType (CHAT_MODEL, TOOL, AGENT, ...). Attributes is the
+// attributes object verbatim, so values stay JSON-encoded text. Inputs and
+// Outputs are mlflow.spanInputs and mlflow.spanOutputs decoded one level: the
+// JSON value the string holds, or the string itself when it is not JSON
+// (Python repr text such as "{'action_group_name': ...}" is kept so, never
+// an error). events and every other member are kept in Span.Extra (a member
+// whose name the canonical span uses is kept as "mlflow_<name>").
+//
+// Spans are ordered parents before children, siblings (and roots) by start
+// time, then by file order. A span whose parent is not in the file is an
+// orphan: it keeps its ParentID and is placed among the roots, as exporters
+// do produce such spans.
+//
+// Trace.ID is the trace id: context.trace_id (every span of the file must
+// have the same one), else info's trace_id or request_id, else the first
+// span's trace_id. Trace.Metadata is the info object when there is one.
+// Members of data other than spans are kept in Trace.Extra "data"; other
+// top-level members in Trace.Extra by name.
+//
+// A trace is rejected (a recoverable *decoding.Error with its index and the
+// JSON path) for: a span with no span id, or one that is not a non-empty
+// string without '.'; a span id used twice; a parent id that is not a string
+// or null; a parent chain that loops; a missing start time; a time that is
+// not a non-negative integer of nanoseconds fitting int64; an end before the
+// start; an unknown status code; a member given in both span shapes; spans
+// of one file with different context.trace_id; attributes, info or data that
+// are not objects; spans that are not an array of objects; a name or
+// mlflow.spanType that is not a string. JSON that does not parse is fatal.
+//
+// # Events
+//
+// Spans are visited in start-time order (ties in tree order); every event
+// carries the id of the span it comes from.
+//
+//	| span (Kind)            | events                                                                  |
+//	|------------------------|-------------------------------------------------------------------------|
+//	| CHAT_MODEL, LLM, CHAT  | inputs: the "messages" list of the inputs object, or the inputs when    |
+//	|                        | they are a list of messages, one event per message (OpenAI shape),      |
+//	|                        | then outputs: each choices[].message (or choices[].text) as an          |
+//	|                        | assistant message; else an output "messages" list (a conversation);     |
+//	|                        | else an output object with "content" as one assistant message; else a   |
+//	|                        | string output as assistant text. A conversation prefix already emitted  |
+//	|                        | by an earlier span is not emitted again.                                |
+//	| TOOL                   | an assistant message (null content) with one tool call {id: span id,    |
+//	|                        | type: "function", name: span name (mlflow.spanFunctionName when the     |
+//	|                        | name is empty), arguments: the inputs object}, then a tool output       |
+//	|                        | {tool_call_id: span id, content: outputs as text}. When an earlier      |
+//	|                        | chat output made a call of that name (or function name) that has no     |
+//	|                        | output yet, the span answers that call instead: only the tool output    |
+//	|                        | is emitted, with that call's id.                                        |
+//	| any other type         | none: the span is kept in the tree only                                 |
+//
+// Details: a message list is used only when every element is an object with
+// a string role that reads as a canonical event (else the span gives no
+// events from it). Output messages are assistant messages whatever role they
+// name (MLflow's Bedrock wrapper writes "user" there). An output "messages"
+// list that starts with the input messages is the whole conversation; else
+// it follows the inputs. Message identity for the prefix rule is role,
+// content (absent = null), tool calls (id, name, arguments) and
+// tool_call_id; a tool message with a tool_call_id is identified by role and
+// id alone, so the copy of a TOOL span's output in the next chat input is
+// recognised even when its text differs. Tool arguments that are not an
+// object are wrapped as {"input": value}; no inputs give {}. Outputs as
+// text: a string as is, null or none as null content, anything else its
+// compact JSON text.
 package mlflow
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
 // NewDecoder returns a streaming decoder over r; file names r in errors.
-func NewDecoder(r io.Reader, file string) decoding.Decoder { return &decoder{} }
+func NewDecoder(r io.Reader, file string) decoding.Decoder {
+	return &decoder{vr: decoding.NewValueReader(r, file), file: file}
+}
 
-type decoder struct{}
+type decoder struct {
+	vr    *decoding.ValueReader
+	file  string
+	index int
+	done  bool
+}
 
-func (d *decoder) Next() (*trace.Trace, error)      { return nil, io.EOF }
+// Next decodes the next trace. A trace that breaks a rule gives a
+// recoverable error; JSON that does not parse is fatal.
+func (d *decoder) Next() (*trace.Trace, error) {
+	if d.done {
+		return nil, io.EOF
+	}
+	v, err := d.vr.Next(d.index)
+	if err != nil {
+		d.done = true
+		if errors.Is(err, io.EOF) {
+			return nil, io.EOF
+		}
+		var de *decoding.Error
+		if errors.As(err, &de) {
+			return nil, de
+		}
+		return nil, &decoding.Error{File: d.file, Msg: err.Error(), Trace: -1}
+	}
+	d.index++
+	t, err := decodeValue(v.Data)
+	if err != nil {
+		// JSON that does not parse is fatal, wherever a rule broke first;
+		// the check costs a pass only for a trace that failed.
+		s := jsonscan.New(v.Data)
+		serr := s.Skip()
+		if serr == nil {
+			serr = s.End()
+		}
+		if serr != nil {
+			d.done = true
+			return nil, v.Source.Wrap(serr)
+		}
+		e := v.Source.Wrap(err)
+		e.Trace = v.Index
+		e.Recoverable = true
+		return nil, e
+	}
+	return t, nil
+}
+
+// DatasetMetadata is always nil: MLflow trace files have no dataset header.
 func (d *decoder) DatasetMetadata() json.RawMessage { return nil }
+
+// Canonical member names that Extra must not use: the trace's (plus the
+// Invariant JSONL keys), and the span's.
+var (
+	traceReserved = []string{"id", "name", "index", "metadata", "events", "spans", "annotations", "messages"}
+	spanReserved  = []string{"id", "parent_id", "name", "kind", "start_time", "end_time", "status", "status_message",
+		"attributes", "inputs", "outputs", "value", "execution"}
+)
+
+func keep(f *trace.Fields, key string, raw []byte, reserved []string) {
+	if slices.Contains(reserved, key) {
+		key = "mlflow_" + key
+	}
+	*f = append(*f, trace.Field{Key: key, Value: compact(raw)})
+}
+
+// span is a span being decoded, with what the tree and events need.
+type span struct {
+	trace.Span
+	offset  int    // where the span object starts
+	path    string // its JSON path
+	order   int    // position in the file
+	startNS int64
+
+	hasParent, hasStart, hasEnd bool
+	ctxTrace                    string // context.trace_id
+	ctxTraceOff                 int    // where it is
+	hasCtxTrace                 bool
+	funcName                    string // decoded mlflow.spanFunctionName
+}
+
+type parser struct {
+	spans   []*span
+	traceID string // first span-level trace_id (MLflow 3)
+}
+
+// decodeValue decodes one trace object held in data (valid JSON). Errors
+// are *jsonscan.Error values with offset and path.
+func decodeValue(data []byte) (*trace.Trace, error) {
+	s := jsonscan.New(data)
+	if k := s.Peek(); k != jsonscan.Object {
+		return nil, s.Errorf(`an MLflow trace must be an object, {"spans": [...]} or {"info": {...}, "data": {"spans": [...]}}, not %s`, article(k))
+	}
+	t := &trace.Trace{}
+	p := &parser{}
+	var (
+		topSpans, hasData, dataSpans bool
+		infoID                       string
+		dataExtra                    trace.Fields
+	)
+	start := s.Offset()
+	err := s.Object(func(key string) error {
+		switch key {
+		case "spans":
+			if topSpans || dataSpans {
+				return s.Errorf("spans given twice: a file holds one trace")
+			}
+			topSpans = true
+			return p.spanList(s)
+		case "info":
+			if t.Metadata != nil {
+				return s.Errorf("info given twice")
+			}
+			if k := s.Peek(); k != jsonscan.Object {
+				return s.Errorf("info must be an object, not %s", article(k))
+			}
+			istart := s.Offset()
+			err := s.Object(func(k string) error {
+				if (k == "trace_id" || k == "request_id") && s.Peek() == jsonscan.String {
+					v, err := s.String(k)
+					if infoID == "" || k == "trace_id" {
+						infoID = v
+					}
+					return err
+				}
+				return s.Skip()
+			})
+			if err != nil {
+				return err
+			}
+			t.Metadata = compact(s.Data()[istart:s.Offset()])
+			return nil
+		case "data":
+			if hasData {
+				return s.Errorf("data given twice")
+			}
+			hasData = true
+			if k := s.Peek(); k != jsonscan.Object {
+				return s.Errorf("data must be an object, not %s", article(k))
+			}
+			return s.Object(func(k string) error {
+				if k == "spans" {
+					if topSpans || dataSpans {
+						return s.Errorf("spans given twice: a file holds one trace")
+					}
+					dataSpans = true
+					return p.spanList(s)
+				}
+				raw, err := s.Raw()
+				if err == nil {
+					dataExtra = append(dataExtra, trace.Field{Key: k, Value: compact(raw)})
+				}
+				return err
+			})
+		}
+		raw, err := s.Raw()
+		if err == nil {
+			keep(&t.Extra, key, raw, traceReserved)
+		}
+		return err
+	})
+	if err == nil {
+		err = s.End()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !topSpans && !hasData {
+		return nil, s.ErrorAt(start, `an MLflow trace needs "spans", or "info" and "data" with "spans"`)
+	}
+	if len(dataExtra) > 0 {
+		b := []byte{'{'}
+		for i, f := range dataExtra {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = trace.AppendString(b, f.Key)
+			b = append(b, ':')
+			b = append(b, f.Value...)
+		}
+		t.Extra = append(t.Extra, trace.Field{Key: "data", Value: append(b, '}')})
+	}
+
+	// The trace id.
+	for _, sp := range p.spans {
+		if !sp.hasCtxTrace {
+			continue
+		}
+		if t.ID == "" {
+			t.ID = sp.ctxTrace
+		} else if sp.ctxTrace != t.ID {
+			return nil, &jsonscan.Error{Offset: sp.ctxTraceOff, Path: sp.path + ".context.trace_id",
+				Msg: "trace_id " + strconv.Quote(sp.ctxTrace) + " differs from " + strconv.Quote(t.ID) + " of an earlier span: a file holds one trace"}
+		}
+	}
+	if t.ID == "" {
+		t.ID = infoID
+	}
+	if t.ID == "" {
+		t.ID = p.traceID
+	}
+
+	spans, err := p.tree()
+	if err != nil {
+		return nil, err
+	}
+	t.Spans = make([]trace.Span, len(spans))
+	for i, sp := range spans {
+		t.Spans[i] = sp.Span
+	}
+	t.Events = deriveEvents(spans)
+	return t, nil
+}
+
+func (p *parser) spanList(s *jsonscan.Scanner) error {
+	if k := s.Peek(); k != jsonscan.Array {
+		return s.Errorf("spans must be an array of span objects, not %s", article(k))
+	}
+	return s.Array(func(int) error { return p.span(s) })
+}
+
+// span decodes one span object of either shape.
+func (p *parser) span(s *jsonscan.Scanner) error {
+	if k := s.Peek(); k != jsonscan.Object {
+		return s.Errorf("a span must be an object, not %s", article(k))
+	}
+	sp := &span{offset: s.Offset(), path: s.Path(), order: len(p.spans)}
+	idKey, parentKey, startKey, endKey, statusKey := "", "", "", "", ""
+	twice := func(prev, key, what string) error {
+		if prev != "" {
+			return s.Errorf("%s given twice (%s and %s)", what, prev, key)
+		}
+		return nil
+	}
+	err := s.Object(func(key string) error {
+		switch key {
+		case "name":
+			switch s.Peek() {
+			case jsonscan.Null:
+				return s.Null()
+			case jsonscan.String:
+				v, err := s.String(key)
+				sp.Name = v
+				return err
+			}
+			return s.Errorf("name must be a string, not %s", article(s.Peek()))
+		case "context":
+			if k := s.Peek(); k != jsonscan.Object {
+				return s.Errorf("context must be an object, not %s", article(k))
+			}
+			var rest trace.Fields
+			err := s.Object(func(k string) error {
+				switch k {
+				case "span_id":
+					if err := twice(idKey, "context.span_id", "the span id"); err != nil {
+						return err
+					}
+					idKey = "context.span_id"
+					return p.spanID(s, sp)
+				case "trace_id":
+					if s.Peek() == jsonscan.String {
+						sp.ctxTraceOff = s.Offset()
+						v, err := s.String(k)
+						sp.ctxTrace, sp.hasCtxTrace = v, true
+						return err
+					}
+					if s.Peek() == jsonscan.Null {
+						return s.Null()
+					}
+					return s.Errorf("context.trace_id must be a string, not %s", article(s.Peek()))
+				}
+				raw, err := s.Raw()
+				if err == nil {
+					rest = append(rest, trace.Field{Key: k, Value: compact(raw)})
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				b := []byte{'{'}
+				for i, f := range rest {
+					if i > 0 {
+						b = append(b, ',')
+					}
+					b = trace.AppendString(b, f.Key)
+					b = append(b, ':')
+					b = append(b, f.Value...)
+				}
+				sp.Extra = append(sp.Extra, trace.Field{Key: "context", Value: append(b, '}')})
+			}
+			return nil
+		case "span_id":
+			if err := twice(idKey, key, "the span id"); err != nil {
+				return err
+			}
+			idKey = key
+			return p.spanID(s, sp)
+		case "trace_id":
+			if s.Peek() == jsonscan.String && p.traceID == "" {
+				start := s.Offset()
+				v, err := s.String(key)
+				if err != nil {
+					return err
+				}
+				p.traceID = v
+				keep(&sp.Extra, key, s.Data()[start:s.Offset()], spanReserved)
+				return nil
+			}
+		case "parent_id", "parent_span_id":
+			if err := twice(parentKey, key, "the parent id"); err != nil {
+				return err
+			}
+			parentKey = key
+			switch s.Peek() {
+			case jsonscan.Null:
+				return s.Null()
+			case jsonscan.String:
+				v, err := s.String(key)
+				sp.ParentID, sp.hasParent = v, v != ""
+				return err
+			}
+			return s.Errorf("%s must be a span id (a string) or null, not %s", key, article(s.Peek()))
+		case "start_time", "start_time_unix_nano":
+			if err := twice(startKey, key, "the start time"); err != nil {
+				return err
+			}
+			startKey = key
+			ns, ok, err := nanos(s, key)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return s.Errorf("%s must be an integer number of nanoseconds, not null", key)
+			}
+			sp.startNS, sp.hasStart = ns, true
+			sp.Start = time.Unix(0, ns).UTC()
+			return nil
+		case "end_time", "end_time_unix_nano":
+			if err := twice(endKey, key, "the end time"); err != nil {
+				return err
+			}
+			endKey = key
+			off := s.Offset()
+			ns, ok, err := nanos(s, key)
+			if err != nil || !ok {
+				return err // null: the span had not ended
+			}
+			if sp.hasStart && ns < sp.startNS {
+				return s.ErrorAt(off, "%s %d is before the start time %d", key, ns, sp.startNS)
+			}
+			sp.hasEnd = true
+			sp.End = time.Unix(0, ns).UTC()
+			return nil
+		case "status_code":
+			if err := twice(statusKey, key, "the status"); err != nil {
+				return err
+			}
+			statusKey = key
+			return statusCode(s, &sp.Span, key)
+		case "status_message":
+			if s.Peek() == jsonscan.String {
+				v, err := s.String(key)
+				sp.StatusMessage = v
+				return err
+			}
+			if s.Peek() == jsonscan.Null {
+				return s.Null()
+			}
+			return s.Errorf("status_message must be a string, not %s", article(s.Peek()))
+		case "status":
+			if err := twice(statusKey, key, "the status"); err != nil {
+				return err
+			}
+			statusKey = key
+			return status(s, &sp.Span)
+		case "attributes":
+			return attributes(s, sp)
+		}
+		raw, err := s.Raw()
+		if err == nil {
+			keep(&sp.Extra, key, raw, spanReserved)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if idKey == "" {
+		return s.ErrorAt(sp.offset, "the span has no span id (context.span_id or span_id)")
+	}
+	if !sp.hasStart {
+		return s.ErrorAt(sp.offset, "span %q has no start time (start_time or start_time_unix_nano)", sp.ID)
+	}
+	if sp.hasEnd && sp.End.Before(sp.Start) {
+		return s.ErrorAt(sp.offset, "span %q ends (%d) before it starts (%d)", sp.ID, sp.End.UnixNano(), sp.startNS)
+	}
+	p.spans = append(p.spans, sp)
+	return nil
+}
+
+func (p *parser) spanID(s *jsonscan.Scanner, sp *span) error {
+	if k := s.Peek(); k != jsonscan.String {
+		return s.Errorf("the span id must be a string, not %s", article(k))
+	}
+	v, err := s.String("span id")
+	if err != nil {
+		return err
+	}
+	if v == "" {
+		return s.Errorf("the span id must not be empty")
+	}
+	if strings.Contains(v, ".") {
+		return s.Errorf("the span id %q contains '.', which addresses (spans.<id>...) cannot hold", v)
+	}
+	sp.ID = v
+	return nil
+}
+
+// nanos reads a time in nanoseconds: an integer, or a string of digits as
+// protobuf JSON writes int64. ok is false for null.
+func nanos(s *jsonscan.Scanner, key string) (ns int64, ok bool, err error) {
+	off := s.Offset()
+	switch s.Peek() {
+	case jsonscan.Null:
+		return 0, false, s.Null()
+	case jsonscan.Number:
+		text, err := s.NumberText(key)
+		if err != nil {
+			return 0, false, err
+		}
+		n, perr := strconv.ParseInt(text, 10, 64)
+		if perr != nil {
+			return 0, false, s.ErrorAt(off, "%s must be an integer number of nanoseconds that fits in int64, not %s", key, text)
+		}
+		ns = n
+	case jsonscan.String:
+		text, err := s.String(key)
+		if err != nil {
+			return 0, false, err
+		}
+		n, perr := strconv.ParseInt(text, 10, 64)
+		if perr != nil || text == "" || text[0] == '+' || text[0] == '-' && n >= 0 {
+			return 0, false, s.ErrorAt(off, "%s must be an integer number of nanoseconds that fits in int64, not %q", key, text)
+		}
+		ns = n
+	default:
+		return 0, false, s.Errorf("%s must be an integer number of nanoseconds, not %s", key, article(s.Peek()))
+	}
+	if ns < 0 {
+		return 0, false, s.ErrorAt(off, "%s must not be negative (%d)", key, ns)
+	}
+	return ns, true, nil
+}
+
+// statusCode reads a status code: OK, ERROR, UNSET, with or without the
+// STATUS_CODE_ prefix, or 0, 1, 2 as OTLP JSON writes the enum.
+func statusCode(s *jsonscan.Scanner, sp *trace.Span, key string) error {
+	off := s.Offset()
+	switch s.Peek() {
+	case jsonscan.Null:
+		return s.Null()
+	case jsonscan.Number:
+		text, err := s.NumberText(key)
+		if err != nil {
+			return err
+		}
+		switch text {
+		case "0":
+			sp.Status = "UNSET"
+		case "1":
+			sp.Status = "OK"
+		case "2":
+			sp.Status = "ERROR"
+		default:
+			return s.ErrorAt(off, "%s must be OK, ERROR or UNSET (or 1, 2, 0), not %s", key, text)
+		}
+		return nil
+	case jsonscan.String:
+		v, err := s.String(key)
+		if err != nil {
+			return err
+		}
+		switch c := strings.TrimPrefix(v, "STATUS_CODE_"); c {
+		case "OK", "ERROR", "UNSET":
+			sp.Status = c
+		case "":
+			if v != "" {
+				return s.ErrorAt(off, "%s must be OK, ERROR or UNSET, not %q", key, v)
+			}
+		default:
+			return s.ErrorAt(off, "%s must be OK, ERROR or UNSET, not %q", key, v)
+		}
+		return nil
+	}
+	return s.Errorf("%s must be OK, ERROR or UNSET, not %s", key, article(s.Peek()))
+}
+
+// status reads the MLflow 3 status object {code, message}; any other
+// member keeps the whole object in Extra "mlflow_status".
+func status(s *jsonscan.Scanner, sp *trace.Span) error {
+	if s.Peek() == jsonscan.Null {
+		return s.Null()
+	}
+	if k := s.Peek(); k != jsonscan.Object {
+		return s.Errorf("status must be an object {code, message}, not %s", article(k))
+	}
+	start := s.Offset()
+	other := false
+	err := s.Object(func(key string) error {
+		switch key {
+		case "code":
+			return statusCode(s, sp, "status code")
+		case "message":
+			if s.Peek() == jsonscan.String {
+				v, err := s.String(key)
+				sp.StatusMessage = v
+				return err
+			}
+			if s.Peek() == jsonscan.Null {
+				return s.Null()
+			}
+			return s.Errorf("status message must be a string, not %s", article(s.Peek()))
+		}
+		other = true
+		return s.Skip()
+	})
+	if err == nil && other {
+		sp.Extra = append(sp.Extra, trace.Field{Key: "mlflow_status", Value: compact(s.Data()[start:s.Offset()])})
+	}
+	return err
+}
+
+// attributes keeps the attributes object verbatim and decodes the MLflow
+// keys it needs.
+func attributes(s *jsonscan.Scanner, sp *span) error {
+	if s.Peek() == jsonscan.Null {
+		return s.Null()
+	}
+	if k := s.Peek(); k != jsonscan.Object {
+		return s.Errorf("attributes must be an object, not %s", article(k))
+	}
+	start := s.Offset()
+	err := s.Object(func(key string) error {
+		switch key {
+		case "mlflow.spanType":
+			switch s.Peek() {
+			case jsonscan.Null:
+				sp.Kind = ""
+				return s.Null()
+			case jsonscan.String:
+				v, err := s.String(key)
+				if err != nil {
+					return err
+				}
+				sp.Kind = decodedString(v)
+				return nil
+			}
+			return s.Errorf("mlflow.spanType must be a (JSON-encoded) string, not %s", article(s.Peek()))
+		case "mlflow.spanFunctionName":
+			if s.Peek() == jsonscan.String {
+				v, err := s.String(key)
+				sp.funcName = decodedString(v)
+				return err
+			}
+			return s.Skip()
+		case "mlflow.spanInputs", "mlflow.spanOutputs":
+			v, err := oneLevel(s, key)
+			if err != nil {
+				return err
+			}
+			if key == "mlflow.spanInputs" {
+				sp.Inputs = v
+			} else {
+				sp.Outputs = v
+			}
+			return nil
+		}
+		return s.Skip()
+	})
+	if err != nil {
+		return err
+	}
+	sp.Attributes = compact(s.Data()[start:s.Offset()])
+	return nil
+}
+
+// decodedString decodes a JSON-encoded string attribute ("\"TOOL\"" is
+// TOOL); "null" is ""; other text is kept as it is.
+func decodedString(v string) string {
+	t := strings.TrimSpace(v)
+	if t == "null" {
+		return ""
+	}
+	if len(t) > 0 && t[0] == '"' {
+		s := jsonscan.New([]byte(t))
+		if str, err := s.String("value"); err == nil && s.End() == nil {
+			return str
+		}
+	}
+	return v
+}
+
+// oneLevel reads an attribute holding JSON text and returns the JSON value
+// the text holds, or the text as a JSON string when it is not JSON. A value
+// that is not a string is returned as it is.
+func oneLevel(s *jsonscan.Scanner, key string) (json.RawMessage, error) {
+	if s.Peek() != jsonscan.String {
+		return trace.DecodeRaw(s)
+	}
+	start := s.Offset()
+	v, err := s.String(key)
+	if err != nil {
+		return nil, err
+	}
+	if b := []byte(v); jsonscan.Valid(b) {
+		return compact(b), nil
+	}
+	return compact(s.Data()[start:s.Offset()]), nil
+}
+
+// compact returns a compact copy of the valid JSON value raw, as
+// trace.Compact does, but finds the end of each string with
+// bytes.IndexByte, which is several times faster on the long strings MLflow
+// attributes hold.
+func compact(raw []byte) json.RawMessage {
+	out := make(json.RawMessage, 0, len(raw))
+	start := 0
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			j := i + 1
+			for {
+				k := bytes.IndexByte(raw[j:], '"')
+				if k < 0 {
+					return append(out, raw[start:]...) // not valid JSON: keep the rest
+				}
+				j += k
+				bs := 0
+				for p := j - 1; p > i && raw[p] == '\\'; p-- {
+					bs++
+				}
+				if bs%2 == 0 {
+					break
+				}
+				j++
+			}
+			i = j
+		case ' ', '\t', '\n', '\r':
+			out = append(out, raw[start:i]...)
+			start = i + 1
+		}
+	}
+	return append(out, raw[start:]...)
+}
+
+// tree orders the spans parents before children, siblings by start time
+// then file order; orphans are roots. A parent chain that loops is an error.
+func (p *parser) tree() ([]*span, error) {
+	byID := make(map[string]*span, len(p.spans))
+	for _, sp := range p.spans {
+		if prev, dup := byID[sp.ID]; dup {
+			return nil, &jsonscan.Error{Offset: sp.offset, Path: sp.path,
+				Msg: "span id " + strconv.Quote(sp.ID) + " is used twice (also by " + prev.path + ")"}
+		}
+		byID[sp.ID] = sp
+	}
+	children := make(map[string][]*span, len(p.spans))
+	var roots []*span
+	for _, sp := range p.spans {
+		if sp.hasParent {
+			if _, ok := byID[sp.ParentID]; ok {
+				children[sp.ParentID] = append(children[sp.ParentID], sp)
+				continue
+			}
+		}
+		roots = append(roots, sp)
+	}
+	byStart := func(a, b *span) int {
+		if a.startNS != b.startNS {
+			if a.startNS < b.startNS {
+				return -1
+			}
+			return 1
+		}
+		return a.order - b.order
+	}
+	slices.SortFunc(roots, byStart)
+	out := make([]*span, 0, len(p.spans))
+	stack := make([]*span, 0, len(roots))
+	for i := len(roots) - 1; i >= 0; i-- {
+		stack = append(stack, roots[i])
+	}
+	for len(stack) > 0 {
+		sp := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		out = append(out, sp)
+		kids := children[sp.ID]
+		slices.SortFunc(kids, byStart)
+		for i := len(kids) - 1; i >= 0; i-- {
+			stack = append(stack, kids[i])
+		}
+	}
+	if len(out) < len(p.spans) {
+		seen := make(map[*span]bool, len(out))
+		for _, sp := range out {
+			seen[sp] = true
+		}
+		for _, sp := range p.spans {
+			if !seen[sp] {
+				return nil, &jsonscan.Error{Offset: sp.offset, Path: sp.path,
+					Msg: "span " + strconv.Quote(sp.ID) + " is its own ancestor: its parent chain loops (parent " + strconv.Quote(sp.ParentID) + ")"}
+			}
+		}
+	}
+	return out, nil
+}
+
+// ---- events ----
+
+type hash [sha256.Size]byte
+
+// conv is a conversation whose end may still grow by tool outputs.
+type conv struct{ h hash }
+
+// pendingCall is a tool call of a chat output that has no output yet.
+type pendingCall struct {
+	id, name string
+	conv     *conv
+	answered bool
+}
+
+type deriver struct {
+	events   []trace.Event
+	prefixes map[hash]struct{}
+	calls    []pendingCall
+	byName   map[string][]int // unanswered calls by function name, oldest first
+	byID     map[string][]int
+	key      []byte
+}
+
+func deriveEvents(spans []*span) []trace.Event {
+	d := &deriver{events: []trace.Event{}, prefixes: map[hash]struct{}{}, byName: map[string][]int{}, byID: map[string][]int{}}
+	order := make([]int, len(spans))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		x, y := spans[a].startNS, spans[b].startNS
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	})
+	for _, i := range order {
+		sp := spans[i]
+		switch strings.ToUpper(sp.Kind) {
+		case "CHAT_MODEL", "LLM", "CHAT":
+			d.chat(sp)
+		case "TOOL":
+			d.tool(sp)
+		}
+	}
+	return d.events
+}
+
+func (d *deriver) chain(h hash, e *trace.Event) hash {
+	// The identity of a message: role, content (absent = null), tool calls
+	// (id, name, arguments), tool_call_id; a tool output with an id is
+	// identified by role and id.
+	k := trace.Event{Role: e.Role, ToolCallID: e.ToolCallID}
+	if !(e.Role == "tool" && e.ToolCallID != "") {
+		k.Content = e.Content
+		if k.Content.Kind == trace.ContentAbsent {
+			k.Content.Kind = trace.ContentNull
+		}
+		for _, c := range e.ToolCalls {
+			k.ToolCalls = append(k.ToolCalls, trace.ToolCall{ID: c.ID, Function: trace.Function{Name: c.Function.Name, Arguments: c.Function.Arguments}})
+		}
+	}
+	d.key = append(d.key[:0], h[:]...)
+	d.key = trace.AppendEvent(d.key, &k)
+	return sha256.Sum256(d.key)
+}
+
+func (d *deriver) chat(sp *span) {
+	in := inputMessages(sp.Inputs)
+	out, outIsConv := outputMessages(sp.Outputs)
+	msgs := in
+	if outIsConv {
+		if d.isPrefix(in, out) {
+			msgs = out
+		} else {
+			msgs = append(slices.Clip(in), out...)
+		}
+	} else if len(out) > 0 {
+		msgs = append(slices.Clip(in), out...)
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	var h hash
+	emitting := false
+	for i := range msgs {
+		m := &msgs[i]
+		h = d.chain(h, m)
+		if !emitting {
+			if _, ok := d.prefixes[h]; ok {
+				continue
+			}
+			emitting = true
+		}
+		d.prefixes[h] = struct{}{}
+		m.SpanID = sp.ID
+		d.events = append(d.events, *m)
+		if m.Role == "tool" && m.ToolCallID != "" {
+			d.answer(m.ToolCallID)
+		}
+		if i == len(msgs)-1 && len(m.ToolCalls) > 0 {
+			c := &conv{h: h}
+			for _, tc := range m.ToolCalls {
+				d.byName[tc.Function.Name] = append(d.byName[tc.Function.Name], len(d.calls))
+				d.byID[tc.ID] = append(d.byID[tc.ID], len(d.calls))
+				d.calls = append(d.calls, pendingCall{id: tc.ID, name: tc.Function.Name, conv: c})
+			}
+		}
+	}
+}
+
+// isPrefix reports whether a is a prefix of b by message identity.
+func (d *deriver) isPrefix(a, b []trace.Event) bool {
+	if len(a) > len(b) {
+		return false
+	}
+	var ha, hb hash
+	for i := range a {
+		ha, hb = d.chain(ha, &a[i]), d.chain(hb, &b[i])
+		if ha != hb {
+			return false
+		}
+	}
+	return true
+}
+
+// first returns the oldest unanswered call of a queue, dropping answered
+// ones from its front; -1 when there is none.
+func (d *deriver) first(q map[string][]int, key string) int {
+	l := q[key]
+	for len(l) > 0 && d.calls[l[0]].answered {
+		l = l[1:]
+	}
+	q[key] = l
+	if len(l) == 0 {
+		return -1
+	}
+	return l[0]
+}
+
+// answer marks the oldest unanswered call with the given id answered.
+func (d *deriver) answer(id string) {
+	if i := d.first(d.byID, id); i >= 0 {
+		d.calls[i].answered = true
+	}
+}
+
+func (d *deriver) tool(sp *span) {
+	name := sp.Name
+	if name == "" {
+		name = sp.funcName
+	}
+	out := trace.Event{Role: "tool", Content: textContent(sp.Outputs), SpanID: sp.ID}
+	// The oldest unanswered chat call named as the span or its function.
+	i := -1
+	for _, n := range [2]string{sp.Name, sp.funcName} {
+		if n == "" {
+			continue
+		}
+		if j := d.first(d.byName, n); j >= 0 && (i < 0 || j < i) {
+			i = j
+		}
+	}
+	if i >= 0 {
+		p := &d.calls[i]
+		p.answered = true
+		out.ToolCallID = p.id
+		if p.id != "" {
+			p.conv.h = d.chain(p.conv.h, &out)
+			d.prefixes[p.conv.h] = struct{}{}
+		}
+		d.events = append(d.events, out)
+		return
+	}
+	out.ToolCallID = sp.ID
+	d.events = append(d.events, trace.Event{
+		Role:    "assistant",
+		Content: trace.Content{Kind: trace.ContentNull},
+		ToolCalls: []trace.ToolCall{{
+			ID:       sp.ID,
+			Type:     "function",
+			Function: trace.Function{Name: name, Arguments: arguments(sp.Inputs)},
+		}},
+		SpanID: sp.ID,
+	}, out)
+}
+
+// arguments makes tool call arguments of span inputs: an object as it is,
+// nothing as {}, anything else wrapped as {"input": value}.
+func arguments(in json.RawMessage) json.RawMessage {
+	switch {
+	case len(in) == 0 || string(in) == "null":
+		return json.RawMessage(`{}`)
+	case in[0] == '{':
+		return in
+	}
+	b := append([]byte(`{"input":`), in...)
+	return append(b, '}')
+}
+
+// textContent is outputs as text: a string as is, null or none as null
+// content, anything else its compact JSON text.
+func textContent(v json.RawMessage) trace.Content {
+	if len(v) == 0 || string(v) == "null" {
+		return trace.Content{Kind: trace.ContentNull}
+	}
+	if v[0] == '"' {
+		if s, err := jsonscan.New(v).String("outputs"); err == nil {
+			return trace.TextContent(s)
+		}
+	}
+	if !utf8.Valid(v) {
+		// Invalid UTF-8 becomes U+FFFD, so that the text survives the
+		// canonical round trip.
+		return trace.TextContent(strings.ToValidUTF8(string(v), "\uFFFD"))
+	}
+	return trace.TextContent(string(v))
+}
+
+// member returns the last value of key in the object raw, or nil.
+func member(raw json.RawMessage, key string) json.RawMessage {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	s := jsonscan.New(raw)
+	var v json.RawMessage
+	err := s.Object(func(k string) error {
+		if k != key {
+			return s.Skip()
+		}
+		r, err := s.Raw()
+		v = r
+		return err
+	})
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// messageList decodes a JSON array of OpenAI-shaped messages; nil when it
+// is not one.
+func messageList(raw json.RawMessage) []trace.Event {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil
+	}
+	s := jsonscan.New(raw)
+	var evs []trace.Event
+	err := s.Array(func(int) error {
+		var e trace.Event
+		if err := message(s, &e); err != nil {
+			return err
+		}
+		evs = append(evs, e)
+		return nil
+	})
+	if err != nil {
+		return nil
+	}
+	return evs
+}
+
+var errNotMessage = errors.New("not a message")
+
+// message decodes one message; it must be an object with a string role.
+func message(s *jsonscan.Scanner, e *trace.Event) error {
+	if s.Peek() != jsonscan.Object {
+		return errNotMessage
+	}
+	if err := trace.DecodeEvent(s, e); err != nil {
+		return err
+	}
+	if e.Role == "" {
+		return errNotMessage
+	}
+	e.SpanID = ""
+	return nil
+}
+
+func inputMessages(in json.RawMessage) []trace.Event {
+	if len(in) == 0 {
+		return nil
+	}
+	switch in[0] {
+	case '{':
+		return messageList(member(in, "messages"))
+	case '[':
+		return messageList(in)
+	}
+	return nil
+}
+
+// outputMessages returns the output's messages, and whether they are a
+// conversation (an output "messages" list) rather than new messages.
+func outputMessages(out json.RawMessage) ([]trace.Event, bool) {
+	if len(out) == 0 {
+		return nil, false
+	}
+	switch out[0] {
+	case '"':
+		c := textContent(out)
+		return []trace.Event{{Role: "assistant", Content: c}}, false
+	case '{':
+	default:
+		return nil, false
+	}
+	if choices := member(out, "choices"); len(choices) > 0 && choices[0] == '[' {
+		var evs []trace.Event
+		s := jsonscan.New(choices)
+		_ = s.Array(func(int) error {
+			choice, err := s.Raw()
+			if err != nil {
+				return err
+			}
+			if msg := member(choice, "message"); len(msg) > 0 && msg[0] == '{' {
+				var e trace.Event
+				ms := jsonscan.New(msg)
+				if err := trace.DecodeEvent(ms, &e); err == nil {
+					e.Role, e.SpanID = "assistant", ""
+					evs = append(evs, e)
+				}
+			} else if text := member(choice, "text"); len(text) > 0 && text[0] == '"' {
+				evs = append(evs, trace.Event{Role: "assistant", Content: textContent(text)})
+			}
+			return nil
+		})
+		return evs, false
+	}
+	if msgs := member(out, "messages"); len(msgs) > 0 && msgs[0] == '[' {
+		return messageList(msgs), true
+	}
+	if c := member(out, "content"); c != nil {
+		var e trace.Event
+		if err := trace.DecodeEvent(jsonscan.New(out), &e); err == nil {
+			e.Role, e.SpanID = "assistant", ""
+			return []trace.Event{e}, false
+		}
+	}
+	return nil, false
+}
+
+func article(k jsonscan.Kind) string {
+	switch k {
+	case jsonscan.Array, jsonscan.Object:
+		return "an " + k.String()
+	case jsonscan.Null:
+		return "null"
+	case jsonscan.Invalid:
+		return "invalid JSON"
+	}
+	return "a " + k.String()
+}

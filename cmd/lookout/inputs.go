@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/lookout-dev/lookout/internal/formats"
+	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// input is one FILE argument opened for decoding; "-" is standard input.
+type input struct {
+	name   string
+	closer io.Closer
+	dec    decoding.Decoder
+	format formats.Format
+}
+
+// openInput opens name and picks its decoder. The error is a
+// *decoding.Unsupported for inputs in no readable format, or an I/O error.
+func openInput(name string, stdin io.Reader, f formats.Format) (*input, error) {
+	var r io.Reader = stdin
+	var closer io.Closer = io.NopCloser(nil)
+	if name != "-" {
+		fh, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		r, closer = fh, fh
+	}
+	dec, got, err := formats.Open(r, name, f)
+	if err != nil {
+		closer.Close()
+		return nil, err
+	}
+	return &input{name: name, closer: closer, dec: dec, format: got}, nil
+}
+
+// each calls fn for every trace of in, and onErr for every decoding error.
+// Rejected traces (recoverable errors) are reported and skipped; an error
+// that stops the input ends the loop.
+func (in *input) each(fn func(*trace.Trace) error, onErr func(error)) error {
+	defer in.closer.Close()
+	for {
+		t, err := in.dec.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			onErr(err)
+			var de *decoding.Error
+			if errors.As(err, &de) && de.Recoverable {
+				continue
+			}
+			return nil
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+}
+
+func formatFlagHelp() string {
+	return fmt.Sprintf("input format: auto, %s, %s, %s or %s", formats.Invariant, formats.Snorkel, formats.MLflow, formats.Bedrock)
+}
