@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lookout-dev/lookout/client"
+	"github.com/lookout-dev/lookout/internal/store/postgres/pgtest"
+)
+
+// TestMain lets the test binary act as the lookout command, so that tests
+// can run `lookout serve` as a child process and kill it; and it stops the
+// throwaway PostgreSQL cluster pgtest may start.
+func TestMain(m *testing.M) {
+	if os.Getenv("LOOKOUT_TEST_MAIN") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	pgtest.Main(m)
+}
+
+// child is a `lookout serve` process.
+type child struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *bytes.Buffer
+}
+
+func startChild(t *testing.T, db string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0", "--db", db, "--quiet")
+	cmd.Env = append(os.Environ(), "LOOKOUT_TEST_MAIN=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, logs: &bytes.Buffer{}}
+	t.Cleanup(func() { c.cmd.Process.Kill(); c.cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	first := make(chan string, 1)
+	go func() {
+		first <- readLine(sc)
+		for sc.Scan() {
+			c.logs.WriteString(sc.Text() + "\n")
+		}
+	}()
+	select {
+	case line := <-first:
+		const prefix = "lookout: serving "
+		if !strings.HasPrefix(line, prefix) {
+			t.Fatalf("serve's first line %q", line)
+		}
+		c.url, _, _ = strings.Cut(strings.TrimPrefix(line, prefix), " ")
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not start in 60 s")
+	}
+	return c
+}
+
+func (c *child) kill(t *testing.T) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.cmd.Wait()
+}
+
+// TestCrash kills `lookout serve` with SIGKILL in the middle of a stream of
+// pushes and all-or-nothing uploads. After a restart on the same database
+// every acknowledged trace is there with its content, every push batch is
+// there whole or not at all, and no dataset holds part of an upload.
+func TestCrash(t *testing.T) {
+	for _, b := range cliBackends(t) {
+		t.Run(b.name, func(t *testing.T) { crashOnce(t, b.db(t)) })
+	}
+}
+
+func crashOnce(t *testing.T, db string) {
+	const (
+		pushers     = 3
+		uploaders   = 2
+		batchSize   = 25
+		uploadSize  = 400
+		killAfter   = 1500 * time.Millisecond
+		minAcked    = 5
+		stopWaiting = 60 * time.Second
+	)
+	srv := startChild(t, db)
+	ctx := context.Background()
+	c, err := client.New(srv.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type batch struct {
+		name string
+		ids  []string
+	}
+	type upload struct {
+		datasetID string
+		acked     bool
+	}
+	var (
+		mu      sync.Mutex
+		acked   []batch
+		uploads []upload
+		wg      sync.WaitGroup
+	)
+	stop := make(chan struct{})
+	traceJSON := func(tag string, i int) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"metadata":{"batch":%q,"i":%d},"events":[{"role":"user","content":"%s %d %s"},{"role":"assistant","content":"ok"}]}`, tag, i, tag, i, strings.Repeat("x", 500)))
+	}
+	for g := range pushers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				name := fmt.Sprintf("p%d-%d", g, n)
+				traces := make([]json.RawMessage, batchSize)
+				for i := range traces {
+					traces[i] = traceJSON(name, i)
+				}
+				ids, err := c.PushTraces(ctx, "stream", traces)
+				if err != nil {
+					return // the server is gone
+				}
+				mu.Lock()
+				acked = append(acked, batch{name, ids})
+				mu.Unlock()
+			}
+		}()
+	}
+	for g := range uploaders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				name := fmt.Sprintf("u%d-%d", g, n)
+				d, err := c.CreateDataset(ctx, "upload-"+name, false, nil)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				uploads = append(uploads, upload{datasetID: d.ID})
+				k := len(uploads) - 1
+				mu.Unlock()
+				var file bytes.Buffer
+				for i := range uploadSize {
+					fmt.Fprintf(&file, `[{"role":"user","content":"%s %d %s"}]`+"\n", name, i, strings.Repeat("y", 300))
+				}
+				_, err = c.Upload(ctx, d.ID, name+".jsonl", &file, client.UploadOptions{})
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				uploads[k].acked = true
+				mu.Unlock()
+			}
+		}()
+	}
+	deadline := time.Now().Add(stopWaiting)
+	time.Sleep(killAfter)
+	for {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= minAcked || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	srv.kill(t)
+	close(stop)
+	wg.Wait()
+	if len(acked) < minAcked {
+		t.Fatalf("only %d batches acknowledged before the kill; server log:\n%s", len(acked), srv.logs)
+	}
+	ackedUploads := 0
+	for _, u := range uploads {
+		if u.acked {
+			ackedUploads++
+		}
+	}
+	t.Logf("killed with %d push batches (%d traces) and %d of %d uploads acknowledged", len(acked), len(acked)*batchSize, ackedUploads, len(uploads))
+
+	srv = startChild(t, db)
+	c, err = client.New(srv.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every acknowledged trace is there, with its content.
+	for _, b := range acked {
+		for i, id := range b.ids {
+			got, err := c.Trace(ctx, id)
+			if err != nil {
+				t.Fatalf("acknowledged trace %s (batch %s #%d) lost: %v", id, b.name, i, err)
+			}
+			if !bytes.Contains(got, []byte(fmt.Sprintf(`"metadata":{"batch":%q,"i":%d}`, b.name, i))) {
+				t.Fatalf("trace %s has the wrong content: %.200s", id, got)
+			}
+		}
+	}
+	// Every batch in the stream dataset is whole.
+	d, err := c.FindDataset(ctx, "stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	perBatch := map[string]int{}
+	total := 0
+	for cursor := ""; ; {
+		page, err := c.Traces(ctx, d.ID, cursor, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range page.Traces {
+			var m struct{ Batch string }
+			json.Unmarshal(s.Metadata, &m)
+			perBatch[m.Batch]++
+			total++
+		}
+		if cursor = page.Next; cursor == "" {
+			break
+		}
+	}
+	for name, n := range perBatch {
+		if n != batchSize {
+			t.Errorf("batch %s holds %d of %d traces", name, n, batchSize)
+		}
+	}
+	if total < len(acked)*batchSize {
+		t.Errorf("stream holds %d traces, %d were acknowledged", total, len(acked)*batchSize)
+	}
+	// No upload is partial; acknowledged ones are whole.
+	for _, u := range uploads {
+		d, err := c.Dataset(ctx, u.datasetID)
+		if err != nil {
+			t.Fatalf("dataset %s: %v", u.datasetID, err)
+		}
+		if d.TraceCount != 0 && d.TraceCount != uploadSize || u.acked && d.TraceCount != uploadSize {
+			t.Errorf("upload into %s (acknowledged %v) holds %d of %d traces", d.Name, u.acked, d.TraceCount, uploadSize)
+		}
+	}
+	srv.kill(t)
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/lookout-dev/lookout/client"
+	"github.com/lookout-dev/lookout/internal/formats"
+	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// serverFlags are the flags of commands that talk to a server.
+type serverFlags struct {
+	server, apiKey string
+}
+
+func (f *serverFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.server, "server", "", "Lookout server URL, such as http://127.0.0.1:8000")
+	cmd.Flags().StringVar(&f.apiKey, "api-key", "", "API key (default $LOOKOUT_API_KEY; none needed for a local-mode server)")
+	_ = cmd.MarkFlagRequired("server")
+}
+
+func (f *serverFlags) client() (*client.Client, error) {
+	key := f.apiKey
+	if key == "" {
+		key = os.Getenv("LOOKOUT_API_KEY")
+	}
+	return client.New(f.server, client.WithAPIKey(key), client.WithUserAgent("lookout-cli"))
+}
+
+func newPushCmd() *cobra.Command {
+	var sf serverFlags
+	var dataset, formatName string
+	var batch int
+	cmd := &cobra.Command{
+		Use:   "push --server URL [--api-key K] --dataset NAME FILE...",
+		Short: "Push trace files to a Lookout server",
+		Long: `push reads each FILE ("-" for standard input) in any format Lookout reads and
+stores its traces in the dataset NAME on the server (created on first push),
+streaming them in batches; each acknowledged batch is stored for good. A
+dataset metadata line in a file is merged into the dataset's metadata.
+
+A trace the importer rejects is reported on standard error with its place
+and skipped. A progress bar is drawn on standard error when it is a terminal;
+a summary line ends the output on standard output.
+
+Exit status: 0 when every trace was stored; 1 when a trace was rejected (by
+the importer or the server); 2 on usage errors, unreadable files and server
+or connection failures.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := formats.Parse(formatName)
+			if err != nil {
+				return err
+			}
+			if err := validateDatasetName(dataset); err != nil {
+				return err
+			}
+			c, err := sf.client()
+			if err != nil {
+				return err
+			}
+			return runPush(cmd.Context(), c, dataset, f, batch, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	sf.add(cmd)
+	cmd.Flags().StringVar(&dataset, "dataset", "", "dataset to push into (created on first push)")
+	cmd.Flags().StringVar(&formatName, "format", "auto", formatFlagHelp())
+	cmd.Flags().IntVar(&batch, "batch", 500, "traces per request")
+	_ = cmd.MarkFlagRequired("dataset")
+	return cmd
+}
+
+func validateDatasetName(name string) error {
+	if name == "" {
+		return errors.New("--dataset must not be empty")
+	}
+	return nil
+}
+
+func runPush(ctx context.Context, c *client.Client, dataset string, f formats.Format, batch int, files []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	start := time.Now()
+	var total int64
+	for _, name := range files {
+		if name == "-" {
+			total = -1
+			break
+		}
+		if fi, err := os.Stat(name); err == nil {
+			total += fi.Size()
+		}
+	}
+	bar := newProgress(stderr, total)
+	var pushedBytes int64
+	pusher := c.NewPusher(ctx, dataset, client.PusherOptions{
+		BatchTraces: batch,
+		OnBatch:     func(_ int, n int64) { pushedBytes += n },
+	})
+	rejected, unreadable := 0, false
+	var metas [][]byte
+	var pushErr error
+	for _, name := range files {
+		in, err := openCounted(name, stdin, f, bar)
+		if err != nil {
+			bar.clear()
+			fmt.Fprintln(stderr, err)
+			var u *decoding.Unsupported
+			if errors.As(err, &u) {
+				rejected++ // a file in no readable format is invalid input
+			} else {
+				unreadable = true
+			}
+			continue
+		}
+		err = in.each(func(t *trace.Trace) error {
+			return pusher.Add(trace.AppendTrace(nil, t))
+		}, func(err error) {
+			bar.clear()
+			fmt.Fprintln(stderr, err)
+			rejected++
+		})
+		if m := in.dec.DatasetMetadata(); len(m) > 0 && string(m) != "{}" {
+			metas = append(metas, m)
+		}
+		if err != nil {
+			pushErr = err
+			break
+		}
+	}
+	if err := pusher.Close(); err != nil && pushErr == nil {
+		pushErr = err
+	}
+	bar.finish()
+	stored := len(pusher.IDs())
+	if pushErr == nil && len(metas) > 0 {
+		pushErr = mergeDatasetMetadata(ctx, c, dataset, metas)
+	}
+	took := time.Since(start)
+	rate := float64(stored) / took.Seconds()
+	fmt.Fprintf(stdout, "pushed %d traces (%s) from %d file(s) to dataset %q in %s (%.0f traces/s); %d rejected\n",
+		stored, humanBytes(pushedBytes), len(files), dataset, took.Round(time.Millisecond), rate, rejected)
+	if pushErr != nil {
+		fmt.Fprintf(stderr, "lookout: push stopped: %v\n", pushErr)
+		var ae *client.Error
+		if errors.As(pushErr, &ae) && (ae.Status == http.StatusUnprocessableEntity || ae.Status == http.StatusBadRequest || ae.Status == http.StatusConflict || ae.Status == http.StatusRequestEntityTooLarge) {
+			return exitError{exitFound} // the server rejected traces
+		}
+		return exitError{exitInternal}
+	}
+	if unreadable {
+		return exitError{exitInternal}
+	}
+	if rejected > 0 {
+		return exitError{exitFound}
+	}
+	return nil
+}
+
+// mergeDatasetMetadata merges the files' dataset metadata lines into the
+// dataset.
+func mergeDatasetMetadata(ctx context.Context, c *client.Client, dataset string, metas [][]byte) error {
+	d, err := c.FindDataset(ctx, dataset)
+	if err != nil {
+		return err
+	}
+	for _, m := range metas {
+		if _, err := c.SetMetadata(ctx, d.ID, m, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openCounted is openInput with the bytes read reported to the progress bar.
+func openCounted(name string, stdin io.Reader, f formats.Format, bar *progress) (*input, error) {
+	var r io.Reader = stdin
+	var closer io.Closer = io.NopCloser(nil)
+	if name != "-" {
+		fh, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		r, closer = fh, fh
+	}
+	dec, got, err := formats.Open(&countingReader{r: r, bar: bar}, name, f)
+	if err != nil {
+		closer.Close()
+		return nil, err
+	}
+	return &input{name: name, closer: closer, dec: dec, format: got}, nil
+}
+
+type countingReader struct {
+	r   io.Reader
+	bar *progress
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.bar.add(n)
+	return n, err
+}
+
+// progress is a progress bar on a terminal, and nothing otherwise.
+type progress struct{ bar *progressbar.ProgressBar }
+
+func newProgress(w io.Writer, total int64) *progress {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return &progress{}
+	}
+	return &progress{bar: progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("pushing"),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)}
+}
+
+func (p *progress) add(n int) {
+	if p.bar != nil && n > 0 {
+		p.bar.Add(n)
+	}
+}
+
+func (p *progress) clear() {
+	if p.bar != nil {
+		p.bar.Clear()
+	}
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+	}
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

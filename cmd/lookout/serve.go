@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lookout-dev/lookout/internal/server"
+)
+
+func newServeCmd() *cobra.Command {
+	var addr, db, maxBody string
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "serve [--addr 127.0.0.1:8000] [--db PATH|postgres://...] [--max-body 64MiB]",
+		Short: "Serve the Lookout API (and keep traces in a SQLite file or PostgreSQL)",
+		Long: `serve runs Lookout's HTTP API under /api/v1 on --addr (loopback by default).
+
+The database is a SQLite file (default lookout.db, created if missing) or a
+postgres:// URL; migrations run at start. While the database has no users the
+server is in local mode: requests from this machine need no key. Once a user
+exists (lookout user create), every write needs an API key or a login.
+
+A trace acknowledged with a 2xx answer is committed to the database first.
+Request bodies above --max-body get 413. SIGINT or SIGTERM stop the server
+gracefully. The first line on standard error names the address served.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			limit, err := server.ParseSize(maxBody)
+			if err != nil {
+				return fmt.Errorf("--max-body: %w", err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			stderr := cmd.ErrOrStderr()
+			st, err := openStore(ctx, db)
+			if err != nil {
+				return fmt.Errorf("opening database %s: %w", redactDB(db), err)
+			}
+			defer st.Close()
+			level := slog.LevelInfo
+			if quiet {
+				level = slog.LevelWarn
+			}
+			logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+			srv := server.New(server.Config{Store: st, Logger: logger, MaxBody: limit})
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return err
+			}
+			users, err := st.CountUsers(ctx)
+			if err != nil {
+				return err
+			}
+			mode := "local mode: requests from this machine need no key"
+			if users > 0 {
+				mode = "writes need an API key or a login"
+			}
+			fmt.Fprintf(stderr, "lookout: serving http://%s (database %s; %s)\n", ln.Addr(), redactDB(db), mode)
+			hs := &http.Server{
+				Handler:           srv,
+				ReadHeaderTimeout: 10 * time.Second,
+				IdleTimeout:       2 * time.Minute,
+				ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+				BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+			}
+			done := make(chan error, 1)
+			go func() { done <- hs.Serve(ln) }()
+			select {
+			case err := <-done:
+				return err
+			case <-ctx.Done():
+			}
+			fmt.Fprintln(stderr, "lookout: shutting down")
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := hs.Shutdown(sctx); err != nil {
+				return err
+			}
+			if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8000", "address to listen on (host:port; port 0 picks a free one)")
+	cmd.Flags().StringVar(&db, "db", defaultDB, dbFlagHelp)
+	cmd.Flags().StringVar(&maxBody, "max-body", "64MiB", "largest request body accepted (413 past it)")
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "log warnings and errors only, not every request")
+	return cmd
+}

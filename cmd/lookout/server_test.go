@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/lookout-dev/lookout/client"
+	"github.com/lookout-dev/lookout/internal/server"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// startServer serves the database db in-process over loopback HTTP.
+func startServer(t *testing.T, db string) string {
+	t.Helper()
+	st, err := openStore(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	hs := httptest.NewServer(server.New(server.Config{Store: st}))
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+func TestPushAndExport(t *testing.T) {
+	for _, b := range cliBackends(t) {
+		t.Run(b.name, func(t *testing.T) { pushAndExport(t, b.db(t)) })
+	}
+}
+
+func pushAndExport(t *testing.T, db string) {
+	url := startServer(t, db)
+	tau := filepath.Join(corpus, "openai/tau-bench/gpt-4o-airline.json")
+	webarena := filepath.Join(corpus, "openai/explorer/webarena.jsonl")
+
+	code, out, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "bench", "--batch", "64", tau, webarena)
+	if code != 0 {
+		t.Fatalf("push exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if !regexp.MustCompile(`^pushed 202 traces \([0-9.]+ MiB\) from 2 file\(s\) to dataset "bench" in \S+ \(\d+ traces/s\); 0 rejected\n$`).MatchString(out) {
+		t.Errorf("summary line %q", out)
+	}
+	if errOut != "" {
+		t.Errorf("stderr not empty (no terminal, so no progress bar): %q", errOut)
+	}
+
+	// Export: an Invariant JSONL file with the metadata line (from
+	// webarena's dataset metadata) that validate reads back whole.
+	code, exported, errOut := runCLI(t, "", "export", "--server", url, "--dataset", "bench")
+	if code != 0 {
+		t.Fatalf("export exit %d: %s", code, errOut)
+	}
+	first, _, _ := strings.Cut(exported, "\n")
+	if !strings.HasPrefix(first, `{"metadata":{`) {
+		t.Errorf("first line is not the dataset metadata: %.200s", first)
+	}
+	code, got, _ := runCLI(t, exported, "validate", "--format", "invariant", "-")
+	if code != 0 || !strings.HasPrefix(got, "-: 202 traces, 5337 events") {
+		t.Errorf("validate of the export: exit %d: %s", code, got)
+	}
+	// The exported traces are the pushed ones, in order.
+	_, wantCanon, _ := runCLI(t, "", "convert", "--to", "canonical", tau, webarena)
+	_, gotCanon, _ := runCLI(t, exported, "convert", "--to", "canonical", "-")
+	// Ids and indexes are the server's; the rest must be equal.
+	strip := func(line string) string {
+		var tr trace.Trace
+		if err := tr.UnmarshalJSON([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+		tr.ID, tr.Index = "", nil
+		return string(trace.AppendTrace(nil, &tr))
+	}
+	traceLines := func(s string) []string {
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+			var m map[string]json.RawMessage
+			if json.Unmarshal([]byte(l), &m) != nil || m["events"] != nil {
+				out = append(out, l) // a trace, not the dataset metadata line
+			}
+		}
+		return out
+	}
+	wantLines, gotLines := traceLines(wantCanon), traceLines(gotCanon)
+	if len(gotLines) != len(wantLines) || len(wantLines) != 202 {
+		t.Fatalf("canonical export has %d traces, want %d", len(gotLines), len(wantLines))
+	}
+	for i, w := range wantLines {
+		g := gotLines[i]
+		if strip(g) != strip(w) {
+			t.Fatalf("trace %d differs:\n got %.300s\nwant %.300s", i, g, w)
+		}
+	}
+
+	// -o FILE
+	outFile := filepath.Join(t.TempDir(), "out.jsonl")
+	if code, _, errOut := runCLI(t, "", "export", "--server", url, "--dataset", "bench", "-o", outFile); code != 0 {
+		t.Fatalf("export -o: %d %s", code, errOut)
+	}
+	if b, _ := os.ReadFile(outFile); string(b) != exported {
+		t.Errorf("export -o wrote %d bytes, stdout had %d", len(b), len(exported))
+	}
+
+	// Unknown dataset: exit 2 with the reason.
+	code, _, errOut = runCLI(t, "", "export", "--server", url, "--dataset", "nope")
+	if code != 2 || !strings.Contains(errOut, `no dataset named "nope"`) {
+		t.Errorf("export of an unknown dataset: exit %d: %s", code, errOut)
+	}
+}
+
+func TestPushRejected(t *testing.T) {
+	url := startServer(t, filepath.Join(t.TempDir(), "lookout.db"))
+	// The good lines are stored, the bad one is reported with its place.
+	in := "[{\"role\":\"user\",\"content\":\"hi\"}]\n[{\"role\":\"user\",\"content\":5}]\n[{\"role\":\"user\",\"content\":\"there\"}]\n"
+	code, out, errOut := runCLI(t, in, "push", "--server", url, "--dataset", "mixed", "-")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
+	}
+	if !regexp.MustCompile(`^-:2:\d+: \$\[0\]\.content: `).MatchString(errOut) {
+		t.Errorf("stderr %q does not place the error", errOut)
+	}
+	if !strings.Contains(out, "pushed 2 traces") || !strings.Contains(out, "; 1 rejected") {
+		t.Errorf("summary %q", out)
+	}
+	// A file in no readable format is rejected input too.
+	otel := filepath.Join(corpus, "otel/any-agent/OPENAI_trace.json")
+	if code, _, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "mixed", otel); code != 1 || !strings.Contains(errOut, "unsupported format otel-spans") {
+		t.Errorf("unsupported file: exit %d: %s", code, errOut)
+	}
+	// A missing file is exit 2.
+	if code, _, _ := runCLI(t, "", "push", "--server", url, "--dataset", "mixed", "no/such.json"); code != 2 {
+		t.Errorf("missing file: exit %d", code)
+	}
+	// Usage errors.
+	if code, _, _ := runCLI(t, "", "push", "--dataset", "x", "f"); code != 2 {
+		t.Errorf("no --server: exit %d", code)
+	}
+	if code, _, _ := runCLI(t, "", "push", "--server", "ftp://x", "--dataset", "x", "-"); code != 2 {
+		t.Errorf("bad --server: exit %d", code)
+	}
+}
+
+func TestUserAndKeyCreate(t *testing.T) {
+	for _, b := range cliBackends(t) {
+		t.Run(b.name, func(t *testing.T) { userAndKeyCreate(t, b.db(t)) })
+	}
+}
+
+// userAndKeyCreate runs key create and user create on a new database.
+func userAndKeyCreate(t *testing.T, db string) {
+	ctx := context.Background()
+
+	// In local mode the key belongs to the local user; stdout is the key only.
+	code, out, errOut := runCLI(t, "", "key", "create", "--db", db, "--name", "laptop")
+	if code != 0 {
+		t.Fatalf("key create: exit %d: %s", code, errOut)
+	}
+	localKey := strings.TrimSuffix(out, "\n")
+	if !regexp.MustCompile(`^lk_[A-Za-z0-9_-]{40,}$`).MatchString(localKey) {
+		t.Fatalf("stdout %q is not just a key", out)
+	}
+	if !strings.Contains(errOut, `"laptop"`) || !strings.Contains(errOut, "local") {
+		t.Errorf("stderr %q", errOut)
+	}
+
+	// user create: password from one line of stdin.
+	code, out, errOut = runCLI(t, "s3cret pass\n", "user", "create", "--db", db, "alice")
+	if code != 0 || out != "created user alice\n" {
+		t.Fatalf("user create: exit %d: %s %s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "x\n", "user", "create", "--db", db, "alice"); code != 1 || !strings.Contains(errOut, "already exists") {
+		t.Errorf("duplicate user: exit %d: %s", code, errOut)
+	}
+	if code, _, _ := runCLI(t, "\n", "user", "create", "--db", db, "bob"); code != 1 {
+		t.Errorf("empty password: exit %d", code)
+	}
+	if code, _, _ := runCLI(t, "pw\n", "user", "create", "--db", db, "local"); code != 2 {
+		t.Errorf("reserved name: exit %d", code)
+	}
+	if code, _, _ := runCLI(t, "pw\n", "user", "create", "--db", db); code != 2 {
+		t.Errorf("no name: exit %d", code)
+	}
+
+	// With one user, a key without --user is that user's.
+	code, out, errOut = runCLI(t, "", "key", "create", "--db", db)
+	if code != 0 || !strings.Contains(errOut, "for user alice") || !strings.HasPrefix(out, "lk_") {
+		t.Fatalf("key create for the only user: exit %d: %s", code, errOut)
+	}
+	// A key for alice.
+	code, out, errOut = runCLI(t, "", "key", "create", "--db", db, "--user", "alice")
+	if code != 0 {
+		t.Fatalf("key create --user alice: %d %s", code, errOut)
+	}
+	aliceKey := strings.TrimSpace(out)
+	// With two users a key needs --user.
+	if code, _, _ := runCLI(t, "pw2\n", "user", "create", "--db", db, "carol"); code != 0 {
+		t.Fatalf("second user: exit %d", code)
+	}
+	if code, _, errOut := runCLI(t, "", "key", "create", "--db", db); code != 2 || !strings.Contains(errOut, "--user") {
+		t.Errorf("key create with two users and no --user: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "", "key", "create", "--db", db, "--user", "nobody"); code != 2 || !strings.Contains(errOut, "nobody") {
+		t.Errorf("key for an unknown user: exit %d: %s", code, errOut)
+	}
+
+	// Against a server over the same database: local mode is over, alice's
+	// key and password work, the local key still reaches the local user.
+	url := startServer(t, db)
+	c, _ := client.New(url, client.WithAPIKey(aliceKey))
+	me, err := c.Me(ctx)
+	if err != nil || me.User == nil || me.User.Name != "alice" || me.Via != "key" || me.LocalMode {
+		t.Fatalf("me with alice's key: %+v %v", me, err)
+	}
+	anon, _ := client.New(url)
+	if _, err := anon.Login(ctx, "alice", "s3cret pass"); err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	if me, err := anon.Me(ctx); err != nil || me.Via != "session" {
+		t.Fatalf("me after login: %+v %v", me, err)
+	}
+	lc, _ := client.New(url, client.WithAPIKey(localKey))
+	if me, err := lc.Me(ctx); err != nil || me.User == nil || me.User.Name != "local" {
+		t.Fatalf("me with the local key: %+v %v", me, err)
+	}
+	// Without a key, a push is refused now: exit 2 with the server's reason.
+	t.Setenv("LOOKOUT_API_KEY", "")
+	inbox := filepath.Join(corpus, "seeds/invariant-inbox.json")
+	code, _, errOut = runCLI(t, "", "push", "--server", url, "--dataset", "d", inbox)
+	if code != 2 || !strings.Contains(errOut, "authentication required") {
+		t.Errorf("push without a key: exit %d: %s", code, errOut)
+	}
+	// The key from the environment.
+	t.Setenv("LOOKOUT_API_KEY", aliceKey)
+	if code, out, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "d", inbox); code != 0 || !strings.HasPrefix(out, "pushed 1 traces") {
+		t.Errorf("push with LOOKOUT_API_KEY: exit %d: %s %s", code, out, errOut)
+	}
+	ds, err := c.Datasets(ctx, client.DatasetFilter{Mine: true})
+	if err != nil || len(ds) != 1 || ds[0].Name != "d" || ds[0].Owner != "alice" || ds[0].TraceCount != 1 {
+		t.Errorf("alice's datasets: %+v %v", ds, err)
+	}
+}
+
+// readLine reads one line with a scanner (for child process output).
+func readLine(sc *bufio.Scanner) string {
+	if sc.Scan() {
+		return sc.Text()
+	}
+	return ""
+}

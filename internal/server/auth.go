@@ -1,0 +1,264 @@
+package server
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/lookout-dev/lookout/internal/store"
+)
+
+// Authentication, in order:
+//  1. Authorization: Bearer <API key>: a wrong or revoked key is 401, always.
+//  2. the lookout_session cookie set by POST /api/v1/login.
+//  3. local mode: while the store has no users, a request from a loopback
+//     address (with a loopback Host, against DNS rebinding) is the local user.
+//  4. otherwise anonymous: public datasets can be read, nothing written.
+//
+// Unsafe requests (anything but GET and HEAD) that a browser marks as
+// cross-site are refused, so that a web page cannot push into a local-mode
+// server or act with a logged-in user's cookie.
+
+const sessionCookie = "lookout_session"
+
+// principal is who makes a request.
+type principal struct {
+	User store.User
+	Via  string // "key", "session", "local", or "" when anonymous
+}
+
+func (p *principal) anonymous() bool { return p.Via == "" }
+
+func (s *Server) authenticate(r *http.Request) (*principal, error) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if err := sameOrigin(r); err != nil {
+			return nil, err
+		}
+	}
+	ctx := r.Context()
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, key, _ := strings.Cut(h, " ")
+		key = strings.TrimSpace(key)
+		if !strings.EqualFold(scheme, "Bearer") || key == "" {
+			return nil, errorf(http.StatusUnauthorized, codeUnauthorized, "the Authorization header must be \"Bearer <API key>\"")
+		}
+		u, err := s.st.UserByAPIKey(ctx, HashSecret(key))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, errorf(http.StatusUnauthorized, codeUnauthorized, "invalid or revoked API key")
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &principal{User: u, Via: "key"}, nil
+	}
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		u, err := s.st.UserBySession(ctx, HashSecret(c.Value))
+		if err == nil {
+			return &principal{User: u, Via: "session"}, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		// An expired or unknown session is no session.
+	}
+	local, err := s.localMode(r)
+	if err != nil {
+		return nil, err
+	}
+	if local && isLoopback(r) {
+		u, err := s.st.LocalUser(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &principal{User: u, Via: "local"}, nil
+	}
+	return &principal{}, nil
+}
+
+// localMode reports whether the store has no users yet.
+func (s *Server) localMode(r *http.Request) (bool, error) {
+	if s.hasUsers.Load() {
+		return false, nil
+	}
+	n, err := s.st.CountUsers(r.Context())
+	if err != nil {
+		return false, err
+	}
+	if n > 0 {
+		s.hasUsers.Store(true)
+	}
+	return n == 0, nil
+}
+
+// isLoopback reports whether the request comes from this machine and names
+// it as a loopback host.
+func isLoopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return false
+	}
+	return loopbackName(r.Host)
+}
+
+func loopbackName(hostport string) bool {
+	h := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		h = hh
+	}
+	h = strings.Trim(h, "[]")
+	if strings.EqualFold(h, "localhost") || strings.HasSuffix(strings.ToLower(h), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// sameOrigin refuses unsafe requests a browser sent from another site.
+func sameOrigin(r *http.Request) error {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return errorf(http.StatusForbidden, codeForbidden, "cross-site request refused")
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || !strings.EqualFold(u.Host, r.Host) {
+		return errorf(http.StatusForbidden, codeForbidden, "cross-origin request from %s refused", o)
+	}
+	return nil
+}
+
+// requireUser fails unless the request is authenticated.
+func (s *Server) requireUser(r *http.Request, p *principal) error {
+	if !p.anonymous() {
+		return nil
+	}
+	local, err := s.localMode(r)
+	if err != nil {
+		return err
+	}
+	if local {
+		return errorf(http.StatusUnauthorized, codeUnauthorized,
+			"authentication required: local mode serves only requests from this machine (loopback); send an API key (Authorization: Bearer ...) or create a user with `lookout user create`")
+	}
+	return errorf(http.StatusUnauthorized, codeUnauthorized,
+		"authentication required: send an API key (Authorization: Bearer ...) or log in (POST /api/v1/login)")
+}
+
+// HashSecret is the stored form of an API key or session token: hex SHA-256.
+func HashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// NewAPIKey makes a new random API key and returns it with its stored hash
+// and the last four characters shown in key lists.
+func NewAPIKey() (key, hash, last4 string) {
+	key = "lk_" + randomToken()
+	return key, HashSecret(key), key[len(key)-4:]
+}
+
+func randomToken() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported systems
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// HashPassword hashes a password for store.User.PasswordHash (bcrypt).
+func HashPassword(password string) (string, error) {
+	if len(password) > 72 {
+		return "", errors.New("password longer than 72 bytes (bcrypt's limit)")
+	}
+	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	return string(h), err
+}
+
+// dummyHash is compared against when a login names no user, so that the
+// answer takes as long as for a wrong password.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("lookout-dummy-password"), bcrypt.DefaultCost)
+
+type userJSON struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *principal) error {
+	var name, password string
+	if _, err := decodeBody(r, map[string]member{
+		"name":     str(&name, "name"),
+		"password": str(&password, "password"),
+	}); err != nil {
+		return err
+	}
+	wrong := errorf(http.StatusUnauthorized, codeUnauthorized, "wrong user name or password")
+	u, err := s.st.UserByName(r.Context(), name)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && u.PasswordHash == "") {
+		bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		return wrong
+	}
+	if err != nil {
+		return err
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+		return wrong
+	}
+	token := randomToken()
+	expires := time.Now().Add(s.sessionTTL)
+	if err := s.st.CreateSession(r.Context(), u.ID, HashSecret(token), expires); err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name:     sessionCookie,
+		Value:    token,
+		Path:     "/",
+		Expires:  expires,
+		MaxAge:   int(s.sessionTTL / time.Second),
+		HttpOnly: true,
+		Secure:   r.TLS != nil,
+		SameSite: http.SameSiteStrictMode,
+	})
+	writeJSON(w, http.StatusOK, map[string]any{"user": userJSON{u.ID, u.Name}})
+	return nil
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ *principal) error {
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		if err := s.st.DeleteSession(r.Context(), HashSecret(c.Value)); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// me tells who the request is made as, and whether the server is in local
+// mode, so that the UI knows when to ask for a login.
+func (s *Server) me(w http.ResponseWriter, r *http.Request, p *principal) error {
+	local, err := s.localMode(r)
+	if err != nil {
+		return err
+	}
+	var u *userJSON
+	if !p.anonymous() {
+		u = &userJSON{p.User.ID, p.User.Name}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"user": u, "via": p.Via, "local_mode": local})
+	return nil
+}

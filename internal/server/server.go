@@ -1,0 +1,289 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode"
+
+	"github.com/lookout-dev/lookout/internal/store"
+)
+
+// DefaultMaxBody is the default limit on a request body.
+const DefaultMaxBody = 64 << 20
+
+// Config configures a Server.
+type Config struct {
+	Store   store.Store
+	Logger  *slog.Logger // nil: discard
+	MaxBody int64        // request body limit in bytes; 0: DefaultMaxBody
+	// SessionTTL is how long a login session lasts; 0: 30 days.
+	SessionTTL time.Duration
+}
+
+// Server serves the API. It is an http.Handler.
+type Server struct {
+	st         store.Store
+	log        *slog.Logger
+	maxBody    int64
+	sessionTTL time.Duration
+	mux        *http.ServeMux
+	hasUsers   atomic.Bool // once a user exists local mode is over for good
+}
+
+// New returns a server over cfg.Store.
+func New(cfg Config) *Server {
+	s := &Server{st: cfg.Store, log: cfg.Logger, maxBody: cfg.MaxBody, sessionTTL: cfg.SessionTTL}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBody
+	}
+	if s.sessionTTL <= 0 {
+		s.sessionTTL = 30 * 24 * time.Hour
+	}
+	s.mux = http.NewServeMux()
+	s.routes()
+	return s
+}
+
+// handlerFunc is an API handler: it returns an error instead of writing one.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, p *principal) error
+
+func (s *Server) handle(pattern string, h handlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.authenticate(r)
+		if err == nil {
+			err = h(w, r, p)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+func (s *Server) routes() {
+	// Accounts and keys (auth.go, keys.go).
+	s.handle("POST /api/v1/login", s.login)
+	s.handle("POST /api/v1/logout", s.logout)
+	s.handle("GET /api/v1/me", s.me)
+	s.handle("POST /api/v1/keys", s.createKey)
+	s.handle("GET /api/v1/keys", s.listKeys)
+	s.handle("DELETE /api/v1/keys/{id}", s.revokeKey)
+
+	// Invariant-compatible push (push.go).
+	s.handle("POST /api/v1/push/trace", s.push)
+
+	// Datasets (datasets.go, upload.go, export.go).
+	s.handle("POST /api/v1/datasets", s.createDataset)
+	s.handle("GET /api/v1/datasets", s.listDatasets)
+	s.handle("GET /api/v1/datasets/{id}", s.getDataset)
+	s.handle("DELETE /api/v1/datasets/{id}", s.deleteDataset)
+	s.handle("GET /api/v1/datasets/{id}/metadata", s.getMetadata)
+	s.handle("PUT /api/v1/datasets/{id}/metadata", s.putMetadata)
+	s.handle("POST /api/v1/datasets/{id}/upload", s.upload)
+	s.handle("GET /api/v1/datasets/{id}/traces", s.listTraces)
+	s.handle("GET /api/v1/datasets/{id}/export", s.export)
+
+	// Traces (traces.go).
+	s.handle("GET /api/v1/traces/{id}", s.getTrace)
+	s.handle("GET /api/v1/traces/{id}/download", s.downloadTrace)
+	s.handle("POST /api/v1/traces/{id}/events", s.appendEvents)
+	s.handle("DELETE /api/v1/traces/{id}", s.deleteTrace)
+
+	// Annotations (annotations.go).
+	s.handle("GET /api/v1/traces/{id}/annotations", s.listAnnotations)
+	s.handle("POST /api/v1/traces/{id}/annotations", s.createAnnotation)
+	s.handle("PUT /api/v1/traces/{id}/annotations", s.replaceAnnotations)
+	s.handle("PUT /api/v1/traces/{id}/annotations/{aid}", s.updateAnnotation)
+	s.handle("DELETE /api/v1/traces/{id}/annotations/{aid}", s.deleteAnnotation)
+}
+
+// ServeHTTP adds the security headers, the body limit and a request log,
+// and answers unknown routes and methods with JSON errors.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'; object-src 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	rec := &statusWriter{ResponseWriter: w}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.ErrorContext(r.Context(), "panic", slog.Any("panic", v), slog.String("path", r.URL.Path))
+			if rec.status == 0 {
+				s.writeError(rec, r, fmt.Errorf("panic: %v", v))
+			}
+		}
+		s.log.InfoContext(r.Context(), "request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", rec.status), slog.Int64("bytes", rec.bytes), slog.Duration("took", time.Since(start)))
+	}()
+	if r.ContentLength > s.maxBody {
+		s.writeError(rec, r, tooLargeError(s.maxBody))
+		return
+	}
+	r.Body = http.MaxBytesReader(rec, r.Body, s.maxBody)
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.noRoute(rec, r)
+		return
+	}
+	s.mux.ServeHTTP(rec, r)
+}
+
+// noRoute answers a request no pattern matches: 405 with Allow when the
+// path exists with other methods, else 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	h, _ := s.mux.Handler(r)
+	probe := httptest.NewRecorder()
+	h.ServeHTTP(probe, r)
+	if probe.Code == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", probe.Header().Get("Allow"))
+		s.writeError(w, r, errorf(http.StatusMethodNotAllowed, codeMethod, "method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, probe.Header().Get("Allow")))
+		return
+	}
+	s.writeError(w, r, errorf(http.StatusNotFound, codeNotFound, "no API endpoint %s %s", r.Method, r.URL.Path))
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writeJSON writes v as the JSON response.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":{"code":"internal","message":"cannot encode the response"}}` + "\n")
+	}
+	writeRaw(w, status, buf.Bytes())
+}
+
+// writeRaw writes an already encoded JSON body.
+func writeRaw(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// readBody reads the whole request body (bounded by the limit set in
+// ServeHTTP).
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength > 0 {
+		buf := bytes.NewBuffer(make([]byte, 0, r.ContentLength+1))
+		_, err := buf.ReadFrom(r.Body)
+		return buf.Bytes(), err
+	}
+	return io.ReadAll(r.Body)
+}
+
+// requireJSON rejects bodies that declare a type other than JSON. A missing
+// Content-Type is accepted (curl -d sends form encoding by default, which we
+// also accept so the API stays easy to try by hand).
+func requireJSON(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt := strings.ToLower(strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]))
+	switch mt {
+	case "application/json", "application/x-ndjson", "application/jsonl", "text/plain", "application/x-www-form-urlencoded":
+		return nil
+	}
+	if strings.HasSuffix(mt, "+json") {
+		return nil
+	}
+	return errorf(http.StatusUnsupportedMediaType, codeUnsupported, "Content-Type %s is not JSON", mt)
+}
+
+// validName checks a dataset or key name: not blank, at most 200 bytes, no
+// control characters.
+func validName(what, name string) error {
+	if strings.TrimSpace(name) == "" {
+		return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s must not be empty", what)
+	}
+	if len(name) > 200 {
+		return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s is longer than 200 bytes", what)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s %q contains a control or invalid character", what, name)
+		}
+	}
+	return nil
+}
+
+// ParseSize reads a byte count such as 64MiB, 512KiB, 10MB, 1G or 1000.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9') {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("size %q: want a number with an optional unit (B, KiB, MiB, GiB, KB, MB, GB)", s)
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %v", s, err)
+	}
+	units := map[string]int64{
+		"": 1, "b": 1,
+		"k": 1 << 10, "kib": 1 << 10, "kb": 1000,
+		"m": 1 << 20, "mib": 1 << 20, "mb": 1000 * 1000,
+		"g": 1 << 30, "gib": 1 << 30, "gb": 1000 * 1000 * 1000,
+	}
+	mul, ok := units[strings.ToLower(strings.TrimSpace(t[i:]))]
+	if !ok {
+		return 0, fmt.Errorf("size %q: unknown unit %q (want B, KiB, MiB, GiB, KB, MB or GB)", s, t[i:])
+	}
+	if n <= 0 || n > (1<<62)/mul {
+		return 0, fmt.Errorf("size %q out of range", s)
+	}
+	return n * mul, nil
+}

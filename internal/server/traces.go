@@ -1,0 +1,215 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/lookout-dev/lookout/internal/jsonscan"
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// traceAccess loads a trace the caller may read (write=false) or change
+// (write=true). Access follows the trace's dataset; a trace outside any
+// dataset is its owner's alone. What the caller may not see is 404.
+func (s *Server) traceAccess(r *http.Request, p *principal, write bool) (store.StoredTrace, error) {
+	if write {
+		if err := s.requireUser(r, p); err != nil {
+			return store.StoredTrace{}, err
+		}
+	}
+	id := r.PathValue("id")
+	t, err := s.st.Trace(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return t, notFound("trace " + id)
+	}
+	if err != nil {
+		return t, err
+	}
+	if t.DatasetID == "" {
+		if p.anonymous() || t.OwnerID != p.User.ID {
+			return store.StoredTrace{}, notFound("trace " + id)
+		}
+		return t, nil
+	}
+	if write {
+		_, err = s.writableDataset(r, p, t.DatasetID)
+	} else {
+		_, err = s.readableDataset(r, p, t.DatasetID)
+	}
+	if err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			return store.StoredTrace{}, notFound("trace " + id)
+		}
+		return store.StoredTrace{}, err
+	}
+	return t, nil
+}
+
+// traceBody renders a stored trace with its annotations as canonical JSON
+// (format "" or "canonical") or as one Invariant line ("invariant").
+func (s *Server) traceBody(r *http.Request, st store.StoredTrace) ([]byte, error) {
+	format := r.URL.Query().Get("format")
+	if format != "" && format != "canonical" && format != "invariant" {
+		return nil, errorf(http.StatusBadRequest, codeBadRequest, "format must be canonical or invariant, not %q", format)
+	}
+	anns, err := s.st.ListAnnotations(r.Context(), st.ID)
+	if err != nil {
+		return nil, err
+	}
+	t := fullTrace(st, anns)
+	if format == "invariant" {
+		return invariantLine(t)
+	}
+	return append(trace.AppendTrace(nil, t), '\n'), nil
+}
+
+// getTrace answers one trace as canonical JSON, or ?format=invariant.
+func (s *Server) getTrace(w http.ResponseWriter, r *http.Request, p *principal) error {
+	st, err := s.traceAccess(r, p, false)
+	if err != nil {
+		return err
+	}
+	body, err := s.traceBody(r, st)
+	if err != nil {
+		return err
+	}
+	writeRaw(w, http.StatusOK, body)
+	return nil
+}
+
+// downloadTrace is getTrace as a file to save.
+func (s *Server) downloadTrace(w http.ResponseWriter, r *http.Request, p *principal) error {
+	st, err := s.traceAccess(r, p, false)
+	if err != nil {
+		return err
+	}
+	body, err := s.traceBody(r, st)
+	if err != nil {
+		return err
+	}
+	name := "trace-" + st.ID + ".json"
+	if r.URL.Query().Get("format") == "invariant" {
+		name = "trace-" + st.ID + ".jsonl"
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
+	writeRaw(w, http.StatusOK, body)
+	return nil
+}
+
+// appendEvents adds events to the end of a trace (a live trace). The body is
+// a JSON array of events or {"events": [...]}.
+func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, p *principal) error {
+	st, err := s.traceAccess(r, p, true)
+	if err != nil {
+		return err
+	}
+	if err := requireJSON(r); err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	sc := jsonscan.New(body)
+	var events []trace.Event
+	switch sc.Peek() {
+	case jsonscan.Array:
+		events, err = trace.DecodeEvents(sc, "events")
+	case jsonscan.Object:
+		seen := false
+		err = sc.Object(func(key string) error {
+			if key != "events" {
+				return sc.Errorf("unknown member %q (known: events)", key)
+			}
+			seen = true
+			events, err = trace.DecodeEvents(sc, "events")
+			return err
+		})
+		if err == nil && !seen {
+			err = sc.Errorf(`the body needs "events": a list of events`)
+		}
+	default:
+		err = sc.Expect(jsonscan.Array, "the request body (a list of events)")
+	}
+	if err == nil {
+		err = sc.End()
+	}
+	if err != nil {
+		return jsonError(body, err)
+	}
+	if len(events) == 0 {
+		return errorf(http.StatusUnprocessableEntity, codeInvalid, "no events to append")
+	}
+	if err := s.st.AppendEvents(r.Context(), st.ID, events); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"appended": len(events)})
+	return nil
+}
+
+func (s *Server) deleteTrace(w http.ResponseWriter, r *http.Request, p *principal) error {
+	st, err := s.traceAccess(r, p, true)
+	if err != nil {
+		return err
+	}
+	if err := s.st.DeleteTrace(r.Context(), st.ID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type traceSummaryJSON struct {
+	ID              string          `json:"id"`
+	Index           int64           `json:"index"`
+	Name            string          `json:"name,omitempty"`
+	Metadata        json.RawMessage `json:"metadata,omitempty"`
+	EventCount      int             `json:"event_count"`
+	AnnotationCount int             `json:"annotation_count"`
+	CreatedAt       time.Time       `json:"created_at"`
+}
+
+// maxPage caps ?limit= on lists.
+const maxPage = 1000
+
+// listTraces lists a dataset's traces by index, a page at a time:
+// ?limit=N (default 100, at most 1000) and ?cursor= from the previous
+// page's "next" ("" when there are no more).
+func (s *Server) listTraces(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.readableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	page := store.Page{Cursor: q.Get("cursor"), Limit: 100}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxPage {
+			return errorf(http.StatusBadRequest, codeBadRequest, "limit must be a whole number from 1 to %d, not %q", maxPage, l)
+		}
+		page.Limit = n
+	}
+	items, next, err := s.st.ListTraces(r.Context(), d.ID, page)
+	if errors.Is(err, store.ErrInvalid) {
+		return errorf(http.StatusBadRequest, codeBadRequest, "invalid cursor %q", page.Cursor)
+	}
+	if err != nil {
+		return err
+	}
+	out := make([]traceSummaryJSON, len(items))
+	for i, t := range items {
+		out[i] = traceSummaryJSON{ID: t.ID, Index: t.Index, Name: t.Name, Metadata: t.Metadata,
+			EventCount: t.EventCount, AnnotationCount: t.AnnotationCount, CreatedAt: t.CreatedAt}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Traces []traceSummaryJSON `json:"traces"`
+		Next   string             `json:"next"`
+	}{out, next})
+	return nil
+}

@@ -1,0 +1,24 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/postgres/pgtest"
+	"github.com/lookout-dev/lookout/internal/store/storetest"
+)
+
+func openB(b *testing.B) store.Store {
+	st, err := Open(context.Background(), pgtest.URL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
+// go test -run XXX -bench . ./internal/store/postgres
+func BenchmarkAddTraces(b *testing.B) { storetest.BenchAddTraces(b, openB) }
+
+func BenchmarkReads100k(b *testing.B) { storetest.BenchReads(b, openB, 100_000) }

@@ -1,0 +1,198 @@
+// Package store defines what Lookout keeps — users, API keys, datasets,
+// traces, annotations and saved policies — behind small interfaces, with one
+// backend per sibling package (sqlite, postgres). The storetest package runs
+// one conformance suite against every backend.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// Errors every backend returns (wrapped with %w and context); the server maps
+// them to HTTP status codes in one place.
+var (
+	ErrNotFound = errors.New("not found")       // 404
+	ErrConflict = errors.New("already exists")  // 409
+	ErrInvalid  = errors.New("invalid request") // 400/422
+)
+
+// User is an account. Until the first user exists the server runs in local
+// mode as LocalUser.
+type User struct {
+	ID           string
+	Name         string
+	PasswordHash string // bcrypt-like or argon2 hash; never the password
+	CreatedAt    time.Time
+}
+
+// LocalUserName names the implicit user of local mode (no users yet).
+const LocalUserName = "local"
+
+// APIKey is a bearer key; only its SHA-256 hash is stored.
+type APIKey struct {
+	ID        string
+	UserID    string
+	Name      string
+	Hash      string // hex SHA-256 of the key
+	Last4     string // the key's last four characters, for display
+	CreatedAt time.Time
+	RevokedAt *time.Time
+	LastUsed  *time.Time
+}
+
+// Dataset is a named collection of traces owned by a user.
+type Dataset struct {
+	ID         string
+	OwnerID    string
+	OwnerName  string
+	Name       string // unique per owner
+	Public     bool
+	Metadata   json.RawMessage // JSON object
+	CreatedAt  time.Time
+	LastPushed *time.Time
+	TraceCount int64
+}
+
+// StoredTrace is a trace as kept: its content plus where it lives.
+type StoredTrace struct {
+	ID        string // UUID
+	DatasetID string // "" for a trace outside any dataset
+	OwnerID   string
+	Index     int64 // position in the dataset, unique per dataset
+	Hierarchy []string
+	CreatedAt time.Time
+	Trace     *trace.Trace // Name, Metadata, Events, Spans; annotations live apart
+}
+
+// TraceSummary is one row of a trace list.
+type TraceSummary struct {
+	ID              string
+	Index           int64
+	Name            string
+	Metadata        json.RawMessage
+	EventCount      int
+	AnnotationCount int
+	CreatedAt       time.Time
+}
+
+// Annotation is a note at an address of a trace.
+type Annotation struct {
+	ID        string
+	TraceID   string
+	Address   string
+	Content   string
+	Source    string // "user", "analyzer", "search", ...
+	Author    string // user id or name; "" for machine sources
+	Extra     json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Policy is a guardrail policy saved with a dataset.
+type Policy struct {
+	ID        string
+	DatasetID string
+	Name      string
+	Source    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Page asks for one page of a list: after Cursor (opaque; "" = start),
+// at most Limit items (the backend caps it).
+type Page struct {
+	Cursor string
+	Limit  int
+}
+
+// Users keeps accounts and API keys.
+type Users interface {
+	// CountUsers counts the users, not counting the local-mode user.
+	CountUsers(ctx context.Context) (int, error)
+	CreateUser(ctx context.Context, name, passwordHash string) (User, error)
+	UserByName(ctx context.Context, name string) (User, error)
+	UserByID(ctx context.Context, id string) (User, error)
+	// LocalUser returns (creating on first use) the implicit local-mode user.
+	LocalUser(ctx context.Context) (User, error)
+
+	CreateAPIKey(ctx context.Context, userID, name, hash, last4 string) (APIKey, error)
+	ListAPIKeys(ctx context.Context, userID string) ([]APIKey, error)
+	RevokeAPIKey(ctx context.Context, userID, keyID string) error
+	// UserByAPIKey resolves a key hash of a key that is not revoked, and
+	// records its use.
+	UserByAPIKey(ctx context.Context, hash string) (User, error)
+
+	CreateSession(ctx context.Context, userID, tokenHash string, expires time.Time) error
+	UserBySession(ctx context.Context, tokenHash string) (User, error)
+	DeleteSession(ctx context.Context, tokenHash string) error
+}
+
+// Datasets keeps datasets.
+type Datasets interface {
+	CreateDataset(ctx context.Context, d Dataset) (Dataset, error) // ErrConflict on a taken name
+	Dataset(ctx context.Context, id string) (Dataset, error)
+	DatasetByName(ctx context.Context, ownerID, name string) (Dataset, error)
+	// ListDatasets returns the user's datasets and every public one.
+	ListDatasets(ctx context.Context, userID string) ([]Dataset, error)
+	DeleteDataset(ctx context.Context, id string) error // its traces, annotations and policies go too
+	// SetDatasetMetadata merges (replace=false: top-level keys of meta
+	// overwrite) or replaces the metadata object and returns the result.
+	SetDatasetMetadata(ctx context.Context, id string, meta json.RawMessage, replace bool) (json.RawMessage, error)
+}
+
+// NewTrace is a trace to add, with the annotations that come with it
+// (Trace.Annotations must be empty: they go in Annotations, else ErrInvalid).
+type NewTrace struct {
+	Trace       *trace.Trace
+	Annotations []Annotation
+	Hierarchy   []string
+}
+
+// Traces keeps traces.
+type Traces interface {
+	// AddTraces stores traces atomically: all of them or, on any error, none.
+	// In a dataset each gets the next index (a trace's own Index is kept
+	// when given and free; a taken one is ErrConflict). Returns the new ids in
+	// order. The dataset's LastPushed is updated.
+	AddTraces(ctx context.Context, ownerID, datasetID string, traces []NewTrace) ([]string, error)
+	Trace(ctx context.Context, id string) (StoredTrace, error)
+	// ListTraces lists a dataset's traces by index.
+	ListTraces(ctx context.Context, datasetID string, page Page) (items []TraceSummary, next string, err error)
+	// AppendEvents adds events to the end of a stored trace (a live trace).
+	AppendEvents(ctx context.Context, id string, events []trace.Event) error
+	DeleteTrace(ctx context.Context, id string) error
+}
+
+// Annotations keeps annotations.
+type Annotations interface {
+	CreateAnnotation(ctx context.Context, a Annotation) (Annotation, error)
+	ListAnnotations(ctx context.Context, traceID string) ([]Annotation, error)
+	UpdateAnnotation(ctx context.Context, a Annotation) (Annotation, error) // content and extra
+	DeleteAnnotation(ctx context.Context, id string) error
+	// ReplaceAnnotations atomically replaces every annotation of one source
+	// on a trace (e.g. a policy's earlier results).
+	ReplaceAnnotations(ctx context.Context, traceID, source string, as []Annotation) error
+}
+
+// Policies keeps saved policies.
+type Policies interface {
+	SavePolicy(ctx context.Context, p Policy) (Policy, error) // create, or update by (dataset, name)
+	ListPolicies(ctx context.Context, datasetID string) ([]Policy, error)
+	Policy(ctx context.Context, id string) (Policy, error)
+	DeletePolicy(ctx context.Context, id string) error
+}
+
+// Store is everything a backend provides.
+type Store interface {
+	Users
+	Datasets
+	Traces
+	Annotations
+	Policies
+	Close() error
+}

@@ -1,0 +1,143 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// BenchAddTraces measures AddTraces of the 200 tau-bench traces, in batches
+// of 100, into one dataset: traces/s and MB/s of canonical JSON.
+func BenchAddTraces(b *testing.B, open func(b *testing.B) store.Store) {
+	tau := TauBench(b)
+	st := open(b)
+	ctx := context.Background()
+	u, err := st.CreateUser(ctx, "bench", "x")
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := st.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var bytes int
+	batches := make([][]store.NewTrace, 0, 2)
+	for i := 0; i < len(tau); i += 100 {
+		batch := make([]store.NewTrace, 0, 100)
+		for _, t := range tau[i:min(i+100, len(tau))] {
+			batch = append(batch, NewTraceOf(t, ""))
+			bytes += len(trace.AppendTrace(nil, t))
+		}
+		batches = append(batches, batch)
+	}
+	b.SetBytes(int64(bytes))
+	start := time.Now()
+	for b.Loop() {
+		for _, batch := range batches {
+			if _, err := st.AddTraces(ctx, u.ID, d.ID, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	sec := time.Since(start).Seconds()
+	b.ReportMetric(float64(len(tau)*b.N)/sec, "traces/s")
+}
+
+// BenchReads stores n traces (the tau-bench traces over and over, each with
+// metadata of its own) in one dataset, then measures single reads one at a
+// time: "get" reads a random trace, "list" a page of 100 summaries at a
+// random place. Both report p50 and p99 latency in milliseconds.
+func BenchReads(b *testing.B, open func(b *testing.B) store.Store, n int) {
+	tau := TauBench(b)
+	st := open(b)
+	ctx := context.Background()
+	u, err := st.CreateUser(ctx, "bench", "x")
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := st.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]string, 0, n)
+	start := time.Now()
+	const batchSize = 1000
+	for len(ids) < n {
+		batch := make([]store.NewTrace, min(batchSize, n-len(ids)))
+		for i := range batch {
+			k := len(ids) + i
+			c := *tau[k%len(tau)]
+			c.Annotations = nil
+			c.Name = fmt.Sprintf("trace %d", k)
+			c.Metadata = json.RawMessage(fmt.Sprintf(`{"k":%d,"task":"airline","reward":%d}`, k, k%2))
+			batch[i] = store.NewTrace{Trace: &c}
+			if k%10 == 0 {
+				batch[i].Annotations = []store.Annotation{{Address: "messages[0]", Content: "note", Source: "user"}}
+			}
+		}
+		got, err := st.AddTraces(ctx, u.ID, d.ID, batch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, got...)
+	}
+	b.Logf("stored %d traces in %v", n, time.Since(start).Round(time.Millisecond))
+	// Real cursors: the ones a client walking the list is given.
+	cursors := []string{""}
+	for c := ""; ; {
+		_, next, err := st.ListTraces(ctx, d.ID, store.Page{Cursor: c, Limit: 100})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if next == "" {
+			break
+		}
+		cursors = append(cursors, next)
+		c = next
+	}
+	if len(cursors) != (n+99)/100 {
+		b.Fatalf("%d pages of 100 for %d traces", len(cursors), n)
+	}
+	b.Run("get", func(b *testing.B) {
+		var lat []time.Duration
+		for b.Loop() {
+			id := ids[rand.IntN(len(ids))]
+			t0 := time.Now()
+			st, err := st.Trace(ctx, id)
+			lat = append(lat, time.Since(t0))
+			if err != nil || len(st.Trace.Events) == 0 {
+				b.Fatal(err)
+			}
+		}
+		reportLatency(b, lat)
+	})
+	b.Run("list", func(b *testing.B) {
+		var lat []time.Duration
+		for b.Loop() {
+			c := cursors[rand.IntN(len(cursors))]
+			t0 := time.Now()
+			items, _, err := st.ListTraces(ctx, d.ID, store.Page{Cursor: c, Limit: 100})
+			lat = append(lat, time.Since(t0))
+			if err != nil || len(items) == 0 {
+				b.Fatal(err)
+			}
+		}
+		reportLatency(b, lat)
+	})
+}
+
+func reportLatency(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	q := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) / 1e6
+	}
+	b.ReportMetric(q(0.50), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+}
