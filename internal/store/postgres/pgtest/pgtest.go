@@ -183,8 +183,17 @@ func (c *cluster) command(name string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// findBin finds the directory holding initdb, postgres and pg_ctl.
-func findBin() (string, error) {
+// binDirs are where PostgreSQL's programs are looked for after PATH:
+// Debian and Ubuntu's postgresql packages, the PGDG RPMs, source builds,
+// Homebrew.
+var binDirs = []string{"/usr/lib/postgresql/*/bin", "/usr/pgsql-*/bin", "/usr/local/pgsql/bin", "/opt/homebrew/bin", "/usr/local/bin", "/usr/bin"}
+
+// findBin finds the directory holding initdb, postgres and pg_ctl: that of
+// the initdb on PATH (symbolic links followed), else the first of binDirs
+// that has all three, the newest version first.
+func findBin() (string, error) { return findBinIn(binDirs) }
+
+func findBinIn(patterns []string) (string, error) {
 	var candidates []string
 	if p, err := exec.LookPath("initdb"); err == nil {
 		if r, err := filepath.EvalSymlinks(p); err == nil {
@@ -192,9 +201,9 @@ func findBin() (string, error) {
 		}
 		candidates = append(candidates, filepath.Dir(p))
 	}
-	for _, pat := range []string{"/usr/lib/postgresql/*/bin", "/usr/pgsql-*/bin", "/usr/local/pgsql/bin", "/opt/homebrew/bin", "/usr/local/bin", "/usr/bin"} {
+	for _, pat := range patterns {
 		m, _ := filepath.Glob(pat)
-		sort.Sort(sort.Reverse(sort.StringSlice(m))) // newest version first
+		sort.SliceStable(m, func(i, j int) bool { return newerVersion(m[i], m[j]) })
 		candidates = append(candidates, m...)
 	}
 	for _, dir := range candidates {
@@ -209,7 +218,31 @@ func findBin() (string, error) {
 			return dir, nil
 		}
 	}
-	return "", errors.New("initdb, postgres and pg_ctl were not found on PATH nor in /usr/lib/postgresql/*/bin")
+	return "", fmt.Errorf("initdb, postgres and pg_ctl were not found on PATH nor in %s", strings.Join(patterns, ", "))
+}
+
+// newerVersion orders directories such as /usr/lib/postgresql/16/bin before
+// /usr/lib/postgresql/9.6/bin: by the numbers in them, not as strings.
+func newerVersion(a, b string) bool {
+	na, nb := versionNumbers(a), versionNumbers(b)
+	for i := 0; i < len(na) && i < len(nb); i++ {
+		if na[i] != nb[i] {
+			return na[i] > nb[i]
+		}
+	}
+	if len(na) != len(nb) {
+		return len(na) > len(nb)
+	}
+	return a > b
+}
+
+func versionNumbers(s string) []int {
+	var out []int
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r < '0' || r > '9' }) {
+		n, _ := strconv.Atoi(f)
+		out = append(out, n)
+	}
+	return out
 }
 
 // tempBase returns a directory for temporary directories that the postgres

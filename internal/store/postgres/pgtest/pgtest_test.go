@@ -2,6 +2,12 @@ package pgtest
 
 import (
 	"context"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -48,4 +54,106 @@ func TestWithSearchPath(t *testing.T) {
 			t.Errorf("WithSearchPath(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// TestFindBinIn: PostgreSQL's programs are found through PATH (following a
+// symbolic link to the real directory) or else in the versioned directories,
+// the newest complete one first.
+func TestFindBinIn(t *testing.T) {
+	root := t.TempDir()
+	mk := func(dir string, progs ...string) string {
+		t.Helper()
+		d := filepath.Join(root, dir)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range progs {
+			if err := os.WriteFile(filepath.Join(d, p), []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	all := []string{"initdb", "postgres", "pg_ctl"}
+	mk("lib/postgresql/9.6/bin", all...)
+	v15 := mk("lib/postgresql/15/bin", all...)
+	mk("lib/postgresql/16/bin", "initdb", "postgres") // no pg_ctl: incomplete
+	patterns := []string{filepath.Join(root, "lib/postgresql/*/bin")}
+
+	t.Setenv("PATH", t.TempDir()) // no initdb on PATH
+	got, err := findBinIn(patterns)
+	if err != nil || got != v15 {
+		t.Fatalf("findBinIn without PATH = %q, %v; want %q (15 is newer than 9.6; 16 lacks pg_ctl)", got, err, v15)
+	}
+
+	// initdb on PATH is a link into another installation: that one wins.
+	other := mk("opt/pg/bin", all...)
+	onPath := mk("bin")
+	if err := os.Symlink(filepath.Join(other, "initdb"), filepath.Join(onPath, "initdb")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", onPath)
+	if got, err := findBinIn(patterns); err != nil || got != other {
+		t.Fatalf("findBinIn with initdb on PATH = %q, %v; want %q", got, err, other)
+	}
+
+	t.Setenv("PATH", t.TempDir())
+	if _, err := findBinIn([]string{filepath.Join(root, "nowhere/*/bin")}); err == nil || !strings.Contains(err.Error(), "initdb") {
+		t.Fatalf("findBinIn with nothing installed: %v", err)
+	}
+}
+
+// TestClusterUser: the throwaway cluster runs as the postgres user when the
+// tests run as root (initdb refuses root), else as the current user.
+func TestClusterUser(t *testing.T) {
+	ServerURL(t)
+	shared.mu.Lock()
+	c := shared.c
+	shared.mu.Unlock()
+	if os.Getenv(EnvURL) != "" {
+		if c != nil {
+			t.Fatalf("%s is set but a throwaway cluster was started", EnvURL)
+		}
+		return
+	}
+	if c == nil {
+		t.Fatal("no throwaway cluster and no " + EnvURL)
+	}
+	want := os.Geteuid()
+	if want == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ = strconv.Atoi(u.Uid)
+		if c.cred == nil || int(c.cred.Uid) != want {
+			t.Fatalf("running as root, the cluster's credential is %+v; want the postgres user (uid %d)", c.cred, want)
+		}
+	}
+	fi, err := os.Stat(c.data())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner := int(fi.Sys().(*syscall.Stat_t).Uid); owner != want {
+		t.Errorf("the data directory belongs to uid %d, want %d", owner, want)
+	}
+	// The server process itself (its pid is the first line of postmaster.pid).
+	pidFile, err := os.ReadFile(filepath.Join(c.data(), "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _, _ := strings.Cut(string(pidFile), "\n")
+	status, err := os.ReadFile("/proc/" + strings.TrimSpace(pid) + "/status")
+	if err != nil {
+		t.Fatalf("reading the postgres process status: %v", err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "Uid:" {
+			if uid, _ := strconv.Atoi(f[2]); uid != want { // effective uid
+				t.Errorf("postgres runs as uid %d, want %d", uid, want)
+			}
+			return
+		}
+	}
+	t.Error("no Uid line in the postgres process status")
 }
