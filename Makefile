@@ -13,6 +13,7 @@ FUZZ_TARGETS := \
 	./internal/formats/bedrock:FuzzDecode \
 	./internal/formats:FuzzDetect \
 	./internal/trace:FuzzParseAddress \
+	./internal/trace:FuzzCanonical \
 	./internal/jsonscan:FuzzScanner
 
 .PHONY: all build test lint fuzz bench tools clean

@@ -493,6 +493,11 @@ func DecodeSpans(s *jsonscan.Scanner) ([]Span, error) {
 				if perr != nil {
 					return s.Errorf("%s must be an RFC 3339 time, not %q", key, v)
 				}
+				// Times are kept in UTC; an offset must not push the year
+				// out of the four digits RFC 3339 can write back.
+				if y := tm.UTC().Year(); y < 0 || y > 9999 {
+					return s.Errorf("%s %q is outside the years 0000-9999 in UTC", key, v)
+				}
 				if key == "start_time" {
 					sp.Start = tm
 				} else {
