@@ -21,7 +21,9 @@ package detectors
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -157,4 +159,20 @@ func kindSet(requested []string, known map[string]bool, what string) (map[string
 		set[k] = true
 	}
 	return set, nil
+}
+
+// lazyRE is a regular expression compiled on first use: every lookout
+// command links the detectors, and most never call them, so compiling the
+// patterns at start would slow down all of them.
+type lazyRE struct {
+	pat  string
+	once sync.Once
+	re   *regexp.Regexp
+}
+
+func lazyRegexp(pat string) *lazyRE { return &lazyRE{pat: pat} }
+
+func (l *lazyRE) get() *regexp.Regexp {
+	l.once.Do(func() { l.re = regexp.MustCompile(l.pat) })
+	return l.re
 }

@@ -544,3 +544,28 @@ func BenchmarkPythonCode(b *testing.B) {
 		}
 	}
 }
+
+// TestLazyPatternsCompile compiles every pattern that is compiled on first
+// use, so a bad pattern fails here rather than in the first policy that
+// calls its detector.
+func TestLazyPatternsCompile(t *testing.T) {
+	all := []*lazyRE{linkRe, emailRe, creditCardRe, ipv4Re, ipv6Re, ipv4MappedRe, ipv4EmbeddedRe, ssnRe, phoneCandRe, dateLikeRe, jwtRe, gitlabRe, quotedBase64Re, quotedHexRe}
+	for _, f := range secretFamilies {
+		all = append(all, f.patterns...)
+	}
+	for _, l := range all {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("pattern %q: %v", l.pat, r)
+				}
+			}()
+			if l.get() == nil || l.get().String() != l.pat {
+				t.Errorf("pattern %q compiled to %v", l.pat, l.get())
+			}
+		}()
+	}
+	if len(all) < 30 {
+		t.Errorf("only %d lazy patterns found", len(all))
+	}
+}

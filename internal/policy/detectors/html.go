@@ -1,7 +1,6 @@
 package detectors
 
 import (
-	"regexp"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -10,7 +9,7 @@ import (
 // linkRe is Invariant's link pattern: a scheme, a host of word characters,
 // dots, dashes and %-escapes, then path segments running to the next space,
 // newline or double quote. Python's \w is Unicode-aware.
-var linkRe = regexp.MustCompile(`https?://(?:[-\p{L}\p{N}_.]|%[0-9a-fA-F]{2})+(?:/[^ \n"]+)*`)
+var linkRe = lazyRegexp(`https?://(?:[-\p{L}\p{N}_.]|%[0-9a-fA-F]{2})+(?:/[^ \n"]+)*`)
 
 // LinkMatches returns every link in text as Invariant's links() finds them
 // (its regular expression over plain text), with positions, Kind "LINK".
@@ -19,7 +18,7 @@ var linkRe = regexp.MustCompile(`https?://(?:[-\p{L}\p{N}_.]|%[0-9a-fA-F]{2})+(?
 func LinkMatches(text string) []Match {
 	ri := newRuneIndex(text)
 	var out []Match
-	for _, loc := range linkRe.FindAllStringIndex(text, -1) {
+	for _, loc := range linkRe.get().FindAllStringIndex(text, -1) {
 		out = append(out, ri.match("LINK", loc[0], loc[1], 1))
 	}
 	return out

@@ -3,7 +3,6 @@ package detectors
 import (
 	"math/big"
 	"net/netip"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode"
@@ -301,7 +300,7 @@ func piiBefore(a, b Match) bool {
 
 const emailSpecial = "!#$%&'*+\\-/=?^_`{|}~"
 
-var emailRe = regexp.MustCompile(`\b((([` + emailSpecial + `\p{L}\p{N}_])|([` + emailSpecial + `\p{L}\p{N}_][` + emailSpecial + `.\p{L}\p{N}_]*[` + emailSpecial + `\p{L}\p{N}_]))@[\p{L}\p{N}_]+(?:-+[\p{L}\p{N}_]+)*(?:\.[\p{L}\p{N}_]+(?:-+[\p{L}\p{N}_]+)*)+)\b`)
+var emailRe = lazyRegexp(`\b((([` + emailSpecial + `\p{L}\p{N}_])|([` + emailSpecial + `\p{L}\p{N}_][` + emailSpecial + `.\p{L}\p{N}_]*[` + emailSpecial + `\p{L}\p{N}_]))@[\p{L}\p{N}_]+(?:-+[\p{L}\p{N}_]+)*(?:\.[\p{L}\p{N}_]+(?:-+[\p{L}\p{N}_]+)*)+)\b`)
 
 // emails runs the e-mail pattern on the whitespace-separated fields that
 // contain an '@' only: a match cannot span whitespace, and whitespace is a
@@ -331,7 +330,7 @@ func (p *piiScan) emails() {
 			end += w
 		}
 		field := s[start:end]
-		for _, loc := range emailRe.FindAllStringIndex(field, -1) {
+		for _, loc := range emailRe.get().FindAllStringIndex(field, -1) {
 			addr := field[loc[0]:loc[1]]
 			a := strings.LastIndexByte(addr, '@')
 			if a < 0 || !validDomain(addr[a+1:]) {
@@ -364,10 +363,10 @@ func validDomain(d string) bool {
 
 // --- credit cards
 
-var creditCardRe = regexp.MustCompile(`\b((4\d{3})|(5[0-5]\d{2})|(6\d{3})|(1\d{3})|(3\d{3}))[- ]?(\d{3,4})[- ]?(\d{3,4})[- ]?(\d{3,5})\b`)
+var creditCardRe = lazyRegexp(`\b((4\d{3})|(5[0-5]\d{2})|(6\d{3})|(1\d{3})|(3\d{3}))[- ]?(\d{3,4})[- ]?(\d{3,4})[- ]?(\d{3,5})\b`)
 
 func (p *piiScan) creditCards() {
-	for _, loc := range creditCardRe.FindAllStringIndex(p.s, -1) {
+	for _, loc := range creditCardRe.get().FindAllStringIndex(p.s, -1) {
 		v := p.s[loc[0]:loc[1]]
 		// presidio's (?!1\d{12}(?!\d)): no 13-digit number starting with 1
 		if len(v) == 13 && v[0] == '1' && isAllDigits(v) {
@@ -557,16 +556,16 @@ func isDigit(c byte) bool      { return c >= '0' && c <= '9' }
 
 // --- IP addresses
 
-var ipv4Re = regexp.MustCompile(`\b(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\.(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\.(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\.(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\b`)
+var ipv4Re = lazyRegexp(`\b(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\.(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\.(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\.(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\b`)
 
 const h4 = `[0-9A-Fa-f]{1,4}`
 
-var ipv6Re = regexp.MustCompile(`^(?:(?:` + h4 + `:){7}` + h4 + `|(?:` + h4 + `:){1,7}:|:(?::` + h4 + `){1,7}|(?:` + h4 + `:){1,6}:` + h4 + `|(?:` + h4 + `:){1,5}(?::` + h4 + `){1,2}|(?:` + h4 + `:){1,4}(?::` + h4 + `){1,3}|(?:` + h4 + `:){1,3}(?::` + h4 + `){1,4}|(?:` + h4 + `:){1,2}(?::` + h4 + `){1,5}|` + h4 + `:(?::` + h4 + `){1,6}|:(?::` + h4 + `){1,6})$`)
+var ipv6Re = lazyRegexp(`^(?:(?:` + h4 + `:){7}` + h4 + `|(?:` + h4 + `:){1,7}:|:(?::` + h4 + `){1,7}|(?:` + h4 + `:){1,6}:` + h4 + `|(?:` + h4 + `:){1,5}(?::` + h4 + `){1,2}|(?:` + h4 + `:){1,4}(?::` + h4 + `){1,3}|(?:` + h4 + `:){1,3}(?::` + h4 + `){1,4}|(?:` + h4 + `:){1,2}(?::` + h4 + `){1,5}|` + h4 + `:(?::` + h4 + `){1,6}|:(?::` + h4 + `){1,6})$`)
 
 const v4oct = `(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)`
 
-var ipv4MappedRe = regexp.MustCompile(`^::(?:ffff(?::0{1,4})?:)(?:` + v4oct + `\.){3}` + v4oct + `$`)
-var ipv4EmbeddedRe = regexp.MustCompile(`^(?:` + h4 + `:){1,4}:(?:` + h4 + `:){0,4}(?:` + v4oct + `\.){3}` + v4oct + `$`)
+var ipv4MappedRe = lazyRegexp(`^::(?:ffff(?::0{1,4})?:)(?:` + v4oct + `\.){3}` + v4oct + `$`)
+var ipv4EmbeddedRe = lazyRegexp(`^(?:` + h4 + `:){1,4}:(?:` + h4 + `:){0,4}(?:` + v4oct + `\.){3}` + v4oct + `$`)
 
 func isHexByte(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
@@ -574,7 +573,7 @@ func isHexByte(c byte) bool {
 
 func (p *piiScan) ips() {
 	s := p.s
-	for _, loc := range ipv4Re.FindAllStringIndex(s, -1) {
+	for _, loc := range ipv4Re.get().FindAllStringIndex(s, -1) {
 		if _, err := netip.ParseAddr(s[loc[0]:loc[1]]); err == nil {
 			p.add(PIIIP, loc[0], loc[1], 0.6)
 		}
@@ -605,12 +604,12 @@ func (p *piiScan) ips() {
 		if k > j {
 			// a run with dots: try the embedded forms, ending at a \b
 			run := strings.TrimRight(s[i:k], ".")
-			if ipv4MappedRe.MatchString(strings.ToLower(run)) || ipv4EmbeddedRe.MatchString(run) {
+			if ipv4MappedRe.get().MatchString(strings.ToLower(run)) || ipv4EmbeddedRe.get().MatchString(run) {
 				if _, err := netip.ParseAddr(run); err == nil {
 					p.add(PIIIP, i, i+len(run), 0.6)
 				}
 			}
-		} else if run := s[i:j]; strings.Contains(run, ":") && ipv6Re.MatchString(run) {
+		} else if run := s[i:j]; strings.Contains(run, ":") && ipv6Re.get().MatchString(run) {
 			if _, err := netip.ParseAddr(run); err == nil {
 				p.add(PIIIP, i, j, 0.6)
 			}
@@ -624,12 +623,12 @@ func (p *piiScan) ips() {
 
 // --- US SSN
 
-var ssnRe = regexp.MustCompile(`\b([0-9]{3})[- .]([0-9]{2})[- .]([0-9]{4})\b`)
+var ssnRe = lazyRegexp(`\b([0-9]{3})[- .]([0-9]{2})[- .]([0-9]{4})\b`)
 
 func (p *piiScan) ssns() {
 	// presidio's other SSN patterns score 0.05 and cannot pass the
 	// threshold even with context; only this one (0.5) can.
-	for _, loc := range ssnRe.FindAllStringIndex(p.s, -1) {
+	for _, loc := range ssnRe.get().FindAllStringIndex(p.s, -1) {
 		if !ssnInvalid(p.s[loc[0]:loc[1]]) {
 			p.add(PIIUSSSN, loc[0], loc[1], 0.5)
 		}
@@ -667,11 +666,11 @@ func ssnInvalid(v string) bool {
 
 // --- phone numbers
 
-var phoneCandRe = regexp.MustCompile(`\+?\(?[0-9][0-9()\-. \t]*[0-9]`)
+var phoneCandRe = lazyRegexp(`\+?\(?[0-9][0-9()\-. \t]*[0-9]`)
 
 func (p *piiScan) phones() {
 	s := p.s
-	for _, loc := range phoneCandRe.FindAllStringIndex(s, -1) {
+	for _, loc := range phoneCandRe.get().FindAllStringIndex(s, -1) {
 		bs, be := loc[0], loc[1]
 		if bs > 0 {
 			if r, _ := utf8.DecodeLastRuneInString(s[:bs]); isWordRune(r) {
@@ -689,12 +688,12 @@ func (p *piiScan) phones() {
 	}
 }
 
-var dateLikeRe = regexp.MustCompile(`^(?:\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4})$`)
+var dateLikeRe = lazyRegexp(`^(?:\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4})$`)
 
 // plausiblePhone accepts what libphonenumber would likely find valid in one
 // of presidio's default regions (US, UK, DE, FR, IL, IN, CA, BR).
 func plausiblePhone(v string) bool {
-	if dateLikeRe.MatchString(v) {
+	if dateLikeRe.get().MatchString(v) {
 		return false
 	}
 	var digits []byte

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -68,7 +67,7 @@ var knownSecretKinds = func() map[string]bool {
 
 type secretFamily struct {
 	kind     string
-	patterns []*regexp.Regexp
+	patterns []*lazyRE
 	// need lists substrings one of which a match must contain (any case
 	// when fold is set); the patterns are not run on a text without them.
 	need []string
@@ -119,10 +118,10 @@ var secretFamilies = []secretFamily{
 	}},
 }
 
-func res(patterns ...string) []*regexp.Regexp {
-	out := make([]*regexp.Regexp, len(patterns))
+func res(patterns ...string) []*lazyRE {
+	out := make([]*lazyRE, len(patterns))
 	for i, p := range patterns {
-		out[i] = regexp.MustCompile(p)
+		out[i] = lazyRegexp(p)
 	}
 	return out
 }
@@ -188,7 +187,7 @@ func Secrets(text string, kinds []string) ([]Match, error) {
 			continue
 		}
 		for _, re := range fam.patterns {
-			for _, loc := range re.FindAllStringIndex(text, -1) {
+			for _, loc := range re.get().FindAllStringIndex(text, -1) {
 				out = append(out, ri.match(fam.kind, loc[0], loc[1], 1))
 			}
 		}
@@ -196,7 +195,7 @@ func Secrets(text string, kinds []string) ([]Match, error) {
 	return out, nil
 }
 
-var jwtRe = regexp.MustCompile(`eyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+\.?`)
+var jwtRe = lazyRegexp(`eyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+\.?`)
 var jwtSigChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.+/="
 
 // findJWT reports JSON Web Tokens. detect-secrets' pattern ends in a lazy
@@ -205,7 +204,7 @@ var jwtSigChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 // signature characters that follow, so that masking hides the whole token.
 func findJWT(s string, ri *runeIndex, kind string) []Match {
 	var out []Match
-	for _, loc := range jwtRe.FindAllStringIndex(s, -1) {
+	for _, loc := range jwtRe.get().FindAllStringIndex(s, -1) {
 		if !jwtFormallyValid(s[loc[0]:loc[1]]) {
 			continue
 		}
@@ -239,14 +238,14 @@ func jwtFormallyValid(token string) bool {
 	return true
 }
 
-var gitlabRe = regexp.MustCompile(`(glpat|gloas|gldt|glrt|glcbt|glptt|glft|glimt|glagent|glsoat)-[A-Za-z0-9_-]{20,50}`)
+var gitlabRe = lazyRegexp(`(glpat|gloas|gldt|glrt|glcbt|glptt|glft|glimt|glagent|glsoat)-[A-Za-z0-9_-]{20,50}`)
 
 // findGitLab applies detect-secrets' GitLab pattern, whose trailing (?!\w)
 // RE2 cannot express: like the backtracking engine, it takes the longest
 // token of 20 to 50 characters that is not followed by a word character.
 func findGitLab(s string, ri *runeIndex, kind string) []Match {
 	var out []Match
-	for _, loc := range gitlabRe.FindAllStringIndex(s, -1) {
+	for _, loc := range gitlabRe.get().FindAllStringIndex(s, -1) {
 		tokStart := loc[0] + strings.IndexByte(s[loc[0]:loc[1]], '-') + 1
 		for l := loc[1] - tokStart; l >= 20; l-- {
 			end := tokStart + l
@@ -265,13 +264,13 @@ func findGitLab(s string, ri *runeIndex, kind string) []Match {
 const base64Charset = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/\\-_="
 const hexCharset = "0123456789abcdefABCDEF"
 
-var quotedBase64Re = regexp.MustCompile(`'[A-Za-z0-9+/\\_=-]+'|"[A-Za-z0-9+/\\_=-]+"`)
-var quotedHexRe = regexp.MustCompile(`'[0-9a-fA-F]+'|"[0-9a-fA-F]+"`)
+var quotedBase64Re = lazyRegexp(`'[A-Za-z0-9+/\\_=-]+'|"[A-Za-z0-9+/\\_=-]+"`)
+var quotedHexRe = lazyRegexp(`'[0-9a-fA-F]+'|"[0-9a-fA-F]+"`)
 
 func findHighEntropy(s string, ri *runeIndex, kind, charset string, limit float64, hex bool) []Match {
-	re := quotedBase64Re
+	re := quotedBase64Re.get()
 	if hex {
-		re = quotedHexRe
+		re = quotedHexRe.get()
 	}
 	var out []Match
 	for _, loc := range re.FindAllStringIndex(s, -1) {
