@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lookout-dev/lookout/internal/formats"
+	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/policy"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+func newCheckCmd() *cobra.Command {
+	var policyFile, formatName string
+	var params []string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check --policy FILE [--param name=value]... [--json] [--format auto|invariant|snorkel|mlflow|bedrock] TRACEFILE...",
+		Short: "Check traces against a guardrail policy, printing every violation with its ranges",
+		Long: `check loads the policy FILE (Invariant's rule language, see README "Guardrails"),
+then reads each TRACEFILE ("-" for standard input, any importable format) and
+checks every trace. Traces are numbered from 0 in each file.
+
+Text output: one line per violation,
+  trace I: MESSAGE [RANGE, ...]
+and a summary line. With --json, one line per trace checked:
+  {"index": I, "errors": [{"key", "args", "kwargs", "ranges"}, ...]}
+(with "file" too when several files are checked, and "error" instead of
+"errors" when the policy failed on that trace).
+
+--param name=value sets the policy parameter input.name; a value that is JSON
+(3, true, ["a","b"]) is read as JSON, anything else as a string.
+
+Exit status: 0 no violation; 1 some violation, or a trace that could not be
+read; 2 a policy that does not load or fails while checking (the error names
+FILE:LINE:COL with the line and a caret), a file that cannot be opened, or a
+usage error.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if policyFile == "" {
+				return errors.New(`required flag "policy" not set`)
+			}
+			f, err := formats.Parse(formatName)
+			if err != nil {
+				return err
+			}
+			ps, err := policy.ParseParams(params)
+			if err != nil {
+				return err
+			}
+			stderr := cmd.ErrOrStderr()
+			p, err := loadPolicy(policyFile, cmd.InOrStdin(), args)
+			if err != nil {
+				var le *policy.LoadError
+				if errors.As(err, &le) {
+					fmt.Fprint(stderr, le.Report())
+					return exitError{exitInternal}
+				}
+				return err
+			}
+			c := &checker{p: p, params: ps, json: asJSON, multi: len(args) > 1,
+				out: bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10), stderr: stderr}
+			for _, name := range args {
+				c.file(name, cmd.InOrStdin(), f)
+			}
+			if !asJSON {
+				fmt.Fprintf(c.out, "%d traces checked, %d with violations, %d violations\n", c.traces, c.failing, c.violations)
+			}
+			if err := c.out.Flush(); err != nil {
+				return err
+			}
+			switch {
+			case c.policyFailed || c.unreadable:
+				return exitError{exitInternal}
+			case c.violations > 0 || c.invalid:
+				return exitError{exitFound}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&policyFile, "policy", "", `the policy file ("-" for standard input)`)
+	cmd.Flags().StringArrayVar(&params, "param", nil, "a policy parameter name=value, read by the policy as input.name (repeatable)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per trace")
+	cmd.Flags().StringVar(&formatName, "format", "auto", formatFlagHelp())
+	return cmd
+}
+
+// loadPolicy reads and parses the policy file.
+func loadPolicy(name string, stdin io.Reader, traceFiles []string) (*policy.Policy, error) {
+	var src []byte
+	var err error
+	if name == "-" {
+		for _, t := range traceFiles {
+			if t == "-" {
+				return nil, errors.New("the policy and a trace file cannot both be standard input")
+			}
+		}
+		src, err = io.ReadAll(stdin)
+	} else {
+		src, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	return policy.ParseFile(name, string(src))
+}
+
+// checker checks traces and writes the results.
+type checker struct {
+	p      *policy.Policy
+	params map[string]any
+	json   bool
+	multi  bool // several files: name them in the output
+	out    *bufio.Writer
+	stderr io.Writer
+
+	traces, failing, violations int
+	policyFailed                bool // a runtime error of the policy
+	invalid                     bool // a trace could not be read
+	unreadable                  bool // a file could not be opened
+}
+
+func (c *checker) file(name string, stdin io.Reader, f formats.Format) {
+	in, err := openInput(name, stdin, f)
+	if err != nil {
+		fmt.Fprintln(c.stderr, err)
+		var unsupported *decoding.Unsupported
+		if errors.As(err, &unsupported) {
+			c.invalid = true
+		} else {
+			c.unreadable = true
+		}
+		return
+	}
+	next := 0 // index of the next trace in this file
+	err = in.each(func(t *trace.Trace) error {
+		c.trace(name, next, t)
+		next++
+		return nil
+	}, func(err error) {
+		fmt.Fprintln(c.stderr, err)
+		c.invalid = true
+		var de *decoding.Error
+		if errors.As(err, &de) && de.Recoverable {
+			if de.Trace >= 0 {
+				next = de.Trace + 1
+			} else {
+				next++
+			}
+		}
+	})
+	if err != nil {
+		fmt.Fprintln(c.stderr, name+":", err)
+		c.invalid = true
+	}
+}
+
+// checkLine is one line of --json output.
+type checkLine struct {
+	File   string       `json:"file,omitempty"`
+	Index  int          `json:"index"`
+	Errors *[]violation `json:"errors,omitempty"`
+	Error  *checkError  `json:"error,omitempty"`
+}
+
+// violation is Invariant's ErrorInformation.to_dict() shape.
+type violation struct {
+	Key    string         `json:"key"`
+	Args   []any          `json:"args"`
+	Kwargs map[string]any `json:"kwargs"`
+	Ranges []string       `json:"ranges"`
+}
+
+type checkError struct {
+	Class   string `json:"class"`
+	Message string `json:"message"`
+}
+
+func (c *checker) trace(file string, idx int, t *trace.Trace) {
+	c.traces++
+	res, err := c.p.Analyze(t.Events, c.params)
+	line := checkLine{Index: idx}
+	if c.multi {
+		line.File = file
+	}
+	prefix := fmt.Sprintf("trace %d: ", idx)
+	if c.multi {
+		prefix = file + ": " + prefix
+	}
+	if err != nil {
+		c.policyFailed = true
+		fmt.Fprintf(c.stderr, "%s%v\n", prefix, err)
+		if c.json {
+			ce := &checkError{Class: policy.ClassInternal, Message: err.Error()}
+			var re *policy.RuntimeError
+			if errors.As(err, &re) {
+				ce.Class = re.Class
+			}
+			line.Error = ce
+			c.writeJSON(line)
+		}
+		return
+	}
+	if len(res.Violations) > 0 {
+		c.failing++
+		c.violations += len(res.Violations)
+	}
+	if c.json {
+		vs := make([]violation, len(res.Violations))
+		for i, v := range res.Violations {
+			vs[i] = violation{Key: v.Key, Args: v.Args, Kwargs: v.Kwargs, Ranges: v.Addresses()}
+			if vs[i].Args == nil {
+				vs[i].Args = []any{}
+			}
+			if vs[i].Kwargs == nil {
+				vs[i].Kwargs = map[string]any{}
+			}
+		}
+		line.Errors = &vs
+		c.writeJSON(line)
+		return
+	}
+	for _, v := range res.Violations {
+		c.out.WriteString(prefix)
+		c.out.WriteString(violationText(v))
+		c.out.WriteString(" [")
+		c.out.WriteString(strings.Join(v.Addresses(), ", "))
+		c.out.WriteString("]\n")
+	}
+}
+
+func (c *checker) writeJSON(v any) {
+	enc := json.NewEncoder(c.out) // writes the newline
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		enc.Encode(checkLine{Error: &checkError{Class: policy.ClassInternal, Message: err.Error()}})
+	}
+}
+
+// violationText is the violation's message with its keyword arguments, or
+// Invariant's rendering when the first argument is not a message.
+func violationText(v *policy.Violation) string {
+	msg := v.Message()
+	if msg == "" {
+		return v.String()
+	}
+	if len(v.Kwargs) == 0 {
+		return msg
+	}
+	keys := make([]string, 0, len(v.Kwargs))
+	for k := range v.Kwargs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		b, _ := json.Marshal(v.Kwargs[k])
+		parts[i] = k + "=" + string(b)
+	}
+	return msg + " (" + strings.Join(parts, ", ") + ")"
+}
