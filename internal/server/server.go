@@ -36,6 +36,7 @@ type Server struct {
 	maxBody    int64
 	sessionTTL time.Duration
 	mux        *http.ServeMux
+	patterns   []string    // every route registered with handle, in order
 	hasUsers   atomic.Bool // once a user exists local mode is over for good
 }
 
@@ -60,6 +61,7 @@ func New(cfg Config) *Server {
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p *principal) error
 
 func (s *Server) handle(pattern string, h handlerFunc) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r)
 		if err == nil {
