@@ -177,6 +177,11 @@ type Annotations interface {
 	// ReplaceAnnotations atomically replaces every annotation of one source
 	// on a trace (e.g. a policy's earlier results).
 	ReplaceAnnotations(ctx context.Context, traceID, source string, as []Annotation) error
+	// ReplaceAnnotationsOf is ReplaceAnnotations limited to the annotations
+	// of source whose extra object has member key (letters, digits, _) equal
+	// to the string value: one policy's results among the analyzer's, with
+	// key "policy_id". The new annotations should carry that member too.
+	ReplaceAnnotationsOf(ctx context.Context, traceID, source, key, value string, as []Annotation) error
 }
 
 // Policies keeps saved policies.

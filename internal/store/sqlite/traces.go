@@ -349,6 +349,21 @@ func (s *Store) DeleteAnnotation(ctx context.Context, id string) error {
 
 // ReplaceAnnotations replaces every annotation of one source on a trace.
 func (s *Store) ReplaceAnnotations(ctx context.Context, traceID, source string, as []store.Annotation) error {
+	return s.replaceAnnotations(ctx, traceID, source, "", "", as)
+}
+
+// ReplaceAnnotationsOf replaces the annotations of one source on a trace
+// whose extra has member key equal to value.
+func (s *Store) ReplaceAnnotationsOf(ctx context.Context, traceID, source, key, value string, as []store.Annotation) error {
+	if !storeutil.ValidKey(key) {
+		return fmt.Errorf("sqlite: replace annotations: extra member %q: %w", key, store.ErrInvalid)
+	}
+	return s.replaceAnnotations(ctx, traceID, source, key, value, as)
+}
+
+// replaceAnnotations replaces the annotations of source on a trace, only
+// those whose extra member key equals value when key is not empty.
+func (s *Store) replaceAnnotations(ctx context.Context, traceID, source, key, value string, as []store.Annotation) error {
 	if source == "" {
 		return fmt.Errorf("sqlite: replace annotations: no source: %w", store.ErrInvalid)
 	}
@@ -369,7 +384,12 @@ func (s *Store) ReplaceAnnotations(ctx context.Context, traceID, source string, 
 		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM traces WHERE id = ?`, traceID).Scan(&one); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM annotations WHERE trace_id = ? AND source = ?`, traceID, source); err != nil {
+		del, args := `DELETE FROM annotations WHERE trace_id = ? AND source = ?`, []any{traceID, source}
+		if key != "" {
+			del += ` AND json_extract(extra, ?) = ?`
+			args = append(args, `$."`+key+`"`, value)
+		}
+		if _, err := tx.ExecContext(ctx, del, args...); err != nil {
 			return err
 		}
 		if len(prepared) == 0 {

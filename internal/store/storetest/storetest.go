@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteTrace", testDeleteTrace},
 		{"Annotations", testAnnotations},
 		{"ReplaceAnnotations", testReplaceAnnotations},
+		{"ReplaceAnnotationsOf", testReplaceAnnotationsOf},
 		{"Policies", testPolicies},
 		{"NotFound", testNotFound},
 		{"ContextCanceled", testCanceled},
@@ -1146,6 +1147,60 @@ func testReplaceAnnotations(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	}
 	wantErr(t, "unknown trace", e.st.ReplaceAnnotations(ctx, missingID, "analyzer", nil), store.ErrNotFound)
+}
+
+// testReplaceAnnotationsOf replaces one policy's results among the
+// analyzer's, leaving the others (and their ids) alone.
+func testReplaceAnnotationsOf(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	ctx := e.ctx
+	alice := e.user("alice")
+	d := e.dataset(alice, "d", false)
+	ids := e.add(alice.ID, d.ID, simple("a", 2, nil))
+	of := func(policy, content string) store.Annotation {
+		return store.Annotation{Address: "messages.0", Content: content, Extra: json.RawMessage(`{"policy_id":"` + policy + `","rule":0}`)}
+	}
+	if err := e.st.ReplaceAnnotations(ctx, ids[0], "analyzer", []store.Annotation{of("p1", "old p1"), of("p2", "p2"), {Address: "messages.1", Content: "no extra"}}); err != nil {
+		t.Fatal(err)
+	}
+	user, err := e.st.CreateAnnotation(ctx, store.Annotation{TraceID: ids[0], Address: "messages.0", Content: "user p1", Source: "user", Extra: json.RawMessage(`{"policy_id":"p1"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := e.st.ListAnnotations(ctx, ids[0])
+	if err := e.st.ReplaceAnnotationsOf(ctx, ids[0], "analyzer", "policy_id", "p1", []store.Annotation{of("p1", "new p1"), of("p1", "new p1 again")}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := e.st.ListAnnotations(ctx, ids[0])
+	var got []string
+	kept := map[string]string{}
+	for _, a := range after {
+		got = append(got, a.Source+":"+a.Content)
+		kept[a.Content] = a.ID
+	}
+	want := []string{"analyzer:p2", "analyzer:no extra", "user:user p1", "analyzer:new p1", "analyzer:new p1 again"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("annotations %v, want %v", got, want)
+	}
+	for _, a := range before {
+		if a.Content != "old p1" && kept[a.Content] != a.ID {
+			t.Errorf("annotation %q changed id from %s to %s", a.Content, a.ID, kept[a.Content])
+		}
+	}
+	if kept["user p1"] != user.ID {
+		t.Errorf("the user's annotation was replaced")
+	}
+	// An empty list removes that policy's results only.
+	if err := e.st.ReplaceAnnotationsOf(ctx, ids[0], "analyzer", "policy_id", "p1", nil); err != nil {
+		t.Fatal(err)
+	}
+	after, _ = e.st.ListAnnotations(ctx, ids[0])
+	if len(after) != 3 {
+		t.Errorf("after removing p1's results: %d annotations, want 3", len(after))
+	}
+	wantErr(t, "bad key", e.st.ReplaceAnnotationsOf(ctx, ids[0], "analyzer", "policy'id", "p1", nil), store.ErrInvalid)
+	wantErr(t, "no key", e.st.ReplaceAnnotationsOf(ctx, ids[0], "analyzer", "", "p1", nil), store.ErrInvalid)
+	wantErr(t, "unknown trace", e.st.ReplaceAnnotationsOf(ctx, missingID, "analyzer", "policy_id", "p1", nil), store.ErrNotFound)
 }
 
 // ---- policies ----

@@ -330,3 +330,18 @@ func CheckTexts(what string, pairs ...string) error {
 	}
 	return nil
 }
+
+// ValidKey reports whether s can name a member of an annotation's extra in
+// a query: 1 to 64 ASCII letters, digits and underscores.
+func ValidKey(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
