@@ -144,17 +144,20 @@ func TestInvariantSDKRoundTrip(t *testing.T) {
 	})
 }
 
-// corpusFile is one readable corpus file and what the importer made of it.
+// corpusFile is one readable corpus file and what the importer made of it:
+// the traces it produced and, for the files it rejects traces of (the
+// Explorer's negative examples), the errors, as an upload reads them (going
+// on after a recoverable error, stopping at another).
 type corpusFile struct {
 	rel    string
 	data   []byte
 	meta   json.RawMessage
 	traces []*trace.Trace
+	errs   []*decoding.Error
 }
 
-// readCorpus imports every corpus file formats.Open reads, leaving out the
-// formats it reports unsupported and the files whose traces the importer
-// rejects (the Explorer's negative examples).
+// readCorpus imports every corpus file formats.Open reads, leaving out only
+// the formats it reports unsupported.
 func readCorpus(t *testing.T) []corpusFile {
 	t.Helper()
 	var files []corpusFile
@@ -183,12 +186,21 @@ func readCorpus(t *testing.T) []corpusFile {
 			if errors.Is(err, io.EOF) {
 				break
 			}
+			var de *decoding.Error
+			if errors.As(err, &de) {
+				cf.errs = append(cf.errs, de)
+				if de.Recoverable {
+					continue
+				}
+				break
+			}
 			if err != nil {
-				cf.traces = nil
-				rejected++
-				return nil
+				return fmt.Errorf("%s: %w", rel, err)
 			}
 			cf.traces = append(cf.traces, tr)
+		}
+		if len(cf.errs) > 0 {
+			rejected++
 		}
 		cf.meta = dec.DatasetMetadata()
 		files = append(files, cf)
@@ -225,7 +237,10 @@ func sameTrace(t *testing.T, what string, got []byte, want *trace.Trace) {
 // TestCorpusRoundTrip pushes the whole shared corpus through the API (as
 // canonical traces with the client, and as file uploads) into every backend
 // and gets every trace back equal to what the importer produced; the
-// Invariant export reads back to the same traces too.
+// Invariant export reads back to the same traces too. A file with traces the
+// importer rejects is refused whole in all-or-nothing mode, with the
+// importer's errors listed and nothing stored, and in skip-invalid mode
+// stores exactly the traces the importer produced.
 func TestCorpusRoundTrip(t *testing.T) {
 	files := readCorpus(t)
 	forEachBackend(t, func(t *testing.T, st storeUnderTest) {
@@ -236,9 +251,12 @@ func TestCorpusRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		total := 0
+		total, withErrors := 0, 0
 		for _, cf := range files {
 			total += len(cf.traces)
+			if len(cf.errs) > 0 {
+				withErrors++
+			}
 			t.Run(cf.rel, func(t *testing.T) {
 				// 1. Pushed as canonical traces in batches.
 				p := c.NewPusher(ctx, "push:"+cf.rel, client.PusherOptions{BatchTraces: 64})
@@ -267,13 +285,26 @@ func TestCorpusRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := c.Upload(ctx, d.ID, cf.rel, bytes.NewReader(cf.data), client.UploadOptions{Multipart: len(cf.data)%2 == 0})
+				multipart := len(cf.data)%2 == 0
+				if len(cf.errs) > 0 {
+					_, err := c.Upload(ctx, d.ID, cf.rel, bytes.NewReader(cf.data), client.UploadOptions{Multipart: multipart})
+					var ae *client.Error
+					if !errors.As(err, &ae) || ae.Status != 422 {
+						t.Fatalf("all-or-nothing upload of a file with invalid traces: %v", err)
+					}
+					sameErrors(t, client.UploadErrors(err), cf.errs)
+					if d, err := c.Dataset(ctx, d.ID); err != nil || d.TraceCount != 0 {
+						t.Fatalf("the rejected upload stored %d traces (%v)", d.TraceCount, err)
+					}
+				}
+				res, err := c.Upload(ctx, d.ID, cf.rel, bytes.NewReader(cf.data), client.UploadOptions{Multipart: multipart, SkipInvalid: len(cf.errs) > 0})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res.Stored != len(cf.traces) || len(res.Skipped) != 0 {
+				if res.Stored != len(cf.traces) || len(res.IDs) != len(cf.traces) {
 					t.Fatalf("upload stored %d of %d, skipped %v", res.Stored, len(cf.traces), res.Skipped)
 				}
+				sameErrors(t, res.Skipped, cf.errs)
 				for i, id := range res.IDs {
 					got, err := c.Trace(ctx, id)
 					if err != nil {
@@ -312,8 +343,27 @@ func TestCorpusRoundTrip(t *testing.T) {
 				}
 			})
 		}
-		t.Logf("%d files, %d traces round-tripped", len(files), total)
+		t.Logf("%d files (%d of them with traces the importer rejects), %d traces round-tripped", len(files), withErrors, total)
 	})
+}
+
+// sameErrors checks the errors an upload reported against the importer's.
+func sameErrors(t *testing.T, got []client.UploadError, want []*decoding.Error) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("the upload reported %d errors, the importer %d:\n got %+v\nwant %v", len(got), len(want), got, want)
+	}
+	for i, w := range want {
+		g := got[i]
+		// A multipart upload names the file by its base name only.
+		wantText := strings.Replace(w.Error(), w.File, g.File, 1)
+		if g.File != w.File && g.File != filepath.Base(w.File) || g.Line != w.Line || g.Col != w.Col || g.Path != w.Path || g.Message != w.Msg || g.Text != wantText {
+			t.Errorf("error %d: the upload reported %+v, the importer %q", i, g, w.Error())
+		}
+		if w.Line == 0 && w.Path == "" {
+			t.Errorf("error %d names no place: %q", i, w.Error())
+		}
+	}
 }
 
 // TestCanonicalExport checks the canonical export lines.
