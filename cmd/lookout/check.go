@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -230,7 +229,7 @@ func (c *checker) trace(file string, idx int, t *trace.Trace) {
 	}
 	for _, v := range res.Violations {
 		c.out.WriteString(prefix)
-		c.out.WriteString(violationText(v))
+		c.out.WriteString(v.Text())
 		c.out.WriteString(" [")
 		c.out.WriteString(strings.Join(v.Addresses(), ", "))
 		c.out.WriteString("]\n")
@@ -243,27 +242,4 @@ func (c *checker) writeJSON(v any) {
 	if err := enc.Encode(v); err != nil {
 		enc.Encode(checkLine{Error: &checkError{Class: policy.ClassInternal, Message: err.Error()}})
 	}
-}
-
-// violationText is the violation's message with its keyword arguments, or
-// Invariant's rendering when the first argument is not a message.
-func violationText(v *policy.Violation) string {
-	msg := v.Message()
-	if msg == "" {
-		return v.String()
-	}
-	if len(v.Kwargs) == 0 {
-		return msg
-	}
-	keys := make([]string, 0, len(v.Kwargs))
-	for k := range v.Kwargs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		b, _ := json.Marshal(v.Kwargs[k])
-		parts[i] = k + "=" + string(b)
-	}
-	return msg + " (" + strings.Join(parts, ", ") + ")"
 }

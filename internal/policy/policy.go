@@ -130,6 +130,41 @@ func (v *Violation) Message() string {
 	return ""
 }
 
+// Text is the violation for people: its message followed by its keyword
+// arguments as JSON, sorted by name ("secret in a message (kind="AWS")"),
+// or String() when the first argument is not a message.
+func (v *Violation) Text() string {
+	msg := v.Message()
+	if msg == "" {
+		return v.String()
+	}
+	if len(v.Kwargs) == 0 {
+		return msg
+	}
+	keys := make([]string, 0, len(v.Kwargs))
+	for k := range v.Kwargs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString(msg)
+	b.WriteString(" (")
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		j, err := json.Marshal(v.Kwargs[k])
+		if err != nil {
+			j = []byte("?")
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.Write(j)
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
 // String renders the violation as Invariant does:
 // PolicyViolation(<args joined by spaces>, key=value, ...).
 func (v *Violation) String() string {
