@@ -108,6 +108,15 @@ func (s *Server) routes() {
 	s.handle("PUT /api/v1/traces/{id}/annotations", s.replaceAnnotations)
 	s.handle("PUT /api/v1/traces/{id}/annotations/{aid}", s.updateAnnotation)
 	s.handle("DELETE /api/v1/traces/{id}/annotations/{aid}", s.deleteAnnotation)
+
+	// Guardrail policies (policy.go).
+	s.handle("POST /api/v1/policy/check", s.checkPolicy)
+	s.handle("GET /api/v1/datasets/{id}/policies", s.listPolicies)
+	s.handle("POST /api/v1/datasets/{id}/policies", s.createPolicy)
+	s.handle("GET /api/v1/datasets/{id}/policies/{pid}", s.getPolicy)
+	s.handle("PUT /api/v1/datasets/{id}/policies/{pid}", s.updatePolicy)
+	s.handle("DELETE /api/v1/datasets/{id}/policies/{pid}", s.deletePolicy)
+	s.handle("POST /api/v1/datasets/{id}/policies/{pid}/check", s.checkDataset)
 }
 
 // ServeHTTP adds the security headers, the body limit and a request log,

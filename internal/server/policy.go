@@ -1,0 +1,489 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/lookout-dev/lookout/internal/jsonscan"
+	"github.com/lookout-dev/lookout/internal/policy"
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// Guardrail policies (Invariant's rule language, internal/policy):
+//
+//	POST   /api/v1/policy/check                        {"policy", "messages", "parameters"?} → {"errors": [...]}
+//	GET    /api/v1/datasets/{id}/policies              → {"policies": [...]}
+//	POST   /api/v1/datasets/{id}/policies              {"name", "source"} → 201 the policy
+//	GET    /api/v1/datasets/{id}/policies/{pid}        → the policy
+//	PUT    /api/v1/datasets/{id}/policies/{pid}        {"name"?, "source"?} → the policy
+//	DELETE /api/v1/datasets/{id}/policies/{pid}        → 204
+//	POST   /api/v1/datasets/{id}/policies/{pid}/check  {"parameters"?} → server-sent events
+//
+// Errors of the policy itself (syntax, unknown names and types) are 422 with
+// code "invalid" and details {line, col, class, diagnostics, report}; a
+// policy that fails on a trace (a missing parameter, a detector this build
+// lacks, a runaway rule stopped by the budget) is 422 with details {class,
+// line, col}. Every check runs under checkLimits.
+
+// checkLimits bound each analysis the server runs (one trace), so that a
+// runaway rule ends with a BudgetExceeded error instead of holding a core.
+var checkLimits = policy.Limits{Steps: 50_000_000, Time: 10 * time.Second}
+
+// analyzerSource is the source of the annotations a dataset-wide check
+// stores; policyIDKey is the member of their extra naming the policy, which
+// scopes the replacement of earlier results to that policy.
+const (
+	analyzerSource = "analyzer"
+	policyIDKey    = "policy_id"
+)
+
+type policyJSON struct {
+	ID        string    `json:"id"`
+	DatasetID string    `json:"dataset_id"`
+	Name      string    `json:"name"`
+	Source    string    `json:"source"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func toPolicyJSON(p store.Policy) policyJSON {
+	return policyJSON{ID: p.ID, DatasetID: p.DatasetID, Name: p.Name, Source: p.Source, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+}
+
+// diagnosticJSON is one problem of a policy that does not load.
+type diagnosticJSON struct {
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+	Class   string `json:"class"`
+	Message string `json:"message"`
+}
+
+// parsePolicy parses and checks a policy; a policy that does not load is a
+// 422 naming the first problem's line and column.
+func parsePolicy(name, src string) (*policy.Policy, error) {
+	p, err := policy.ParseFile(name, src)
+	if err != nil {
+		return nil, policyError(err)
+	}
+	p.SetLimits(checkLimits)
+	return p, nil
+}
+
+// policyError turns an error of the policy package into an API error: load
+// errors with every diagnostic and the caret report, runtime errors with
+// their class and place. Anything else is returned as it is.
+func policyError(err error) error {
+	var le *policy.LoadError
+	if errors.As(err, &le) {
+		diags := make([]diagnosticJSON, len(le.Diagnostics))
+		for i, d := range le.Diagnostics {
+			diags[i] = diagnosticJSON{Line: d.Line, Col: d.Col, Class: d.Class, Message: d.Msg}
+		}
+		details := map[string]any{"diagnostics": diags, "report": le.Report()}
+		if len(diags) > 0 {
+			details["line"], details["col"], details["class"] = diags[0].Line, diags[0].Col, diags[0].Class
+		}
+		return &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalid, Message: "invalid policy: " + le.Error(), Details: details}
+	}
+	var re *policy.RuntimeError
+	if errors.As(err, &re) {
+		if re.Class == policy.ClassInternal {
+			return fmt.Errorf("policy check: %w", err)
+		}
+		details := map[string]any{"class": re.Class}
+		if re.Pos.Line > 0 {
+			details["line"], details["col"] = re.Pos.Line, re.Pos.Col
+		}
+		return &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalid, Message: "policy failed: " + re.Error(), Details: details}
+	}
+	return err
+}
+
+// parameters reads the "parameters" member: an object (or null) whose
+// members the policy reads as input.<name>.
+func parameters(dst *map[string]any) member {
+	return func(s *jsonscan.Scanner) error {
+		start := s.Offset()
+		raw, err := trace.DecodeObject(s, "parameters")
+		if err != nil || raw == nil {
+			return err
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return s.ErrorAt(start, "parameters: %s", err.Error())
+		}
+		*dst = make(map[string]any, len(m))
+		for k, v := range m {
+			(*dst)[k] = v
+		}
+		return nil
+	}
+}
+
+// violationsJSON is the "errors" list of Invariant's AnalysisResult.to_dict().
+func violationsJSON(vs []*policy.Violation) []map[string]any {
+	out := make([]map[string]any, len(vs))
+	for i, v := range vs {
+		out[i] = v.ToDict()
+	}
+	return out
+}
+
+// checkPolicy is POST /api/v1/policy/check, Invariant's API: check one
+// trace, given in the request, against a policy given in the request.
+func (s *Server) checkPolicy(w http.ResponseWriter, r *http.Request, p *principal) error {
+	if err := s.requireUser(r, p); err != nil {
+		return err
+	}
+	var (
+		src         string
+		events      []trace.Event
+		params      map[string]any
+		hasPolicy   bool
+		hasMessages bool
+	)
+	body, err := decodeBody(r, map[string]member{
+		"policy": func(sc *jsonscan.Scanner) error { hasPolicy = true; return str(&src, "policy")(sc) },
+		"messages": func(sc *jsonscan.Scanner) error {
+			hasMessages = true
+			evs, err := trace.DecodeEvents(sc, "messages (a list of events)")
+			events = evs
+			return err
+		},
+		"parameters": parameters(&params),
+	})
+	if err != nil {
+		return err
+	}
+	if !hasPolicy {
+		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "policy": the policy text`))
+	}
+	if !hasMessages {
+		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "messages": the trace, a list of events`))
+	}
+	pol, err := parsePolicy("policy", src)
+	if err != nil {
+		return err
+	}
+	res, err := pol.Analyze(events, params)
+	if err != nil {
+		return policyError(err)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"errors": violationsJSON(res.Violations)})
+	return nil
+}
+
+func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.readableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	ps, err := s.st.ListPolicies(r.Context(), d.ID)
+	if err != nil {
+		return err
+	}
+	out := make([]policyJSON, len(ps))
+	for i, pol := range ps {
+		out[i] = toPolicyJSON(pol)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"policies": out})
+	return nil
+}
+
+// datasetPolicy loads policy {pid} of dataset d (404 when it is another
+// dataset's).
+func (s *Server) datasetPolicy(r *http.Request, d store.Dataset) (store.Policy, error) {
+	pid := r.PathValue("pid")
+	pol, err := s.st.Policy(r.Context(), pid)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && pol.DatasetID != d.ID) {
+		return store.Policy{}, notFound("policy " + pid + " of dataset " + d.ID)
+	}
+	return pol, err
+}
+
+func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.readableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	pol, err := s.datasetPolicy(r, d)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toPolicyJSON(pol))
+	return nil
+}
+
+// createPolicy saves {"name", "source"} with a dataset. The source must
+// load: a policy with errors is refused with their places. A name the
+// dataset already uses is 409 (PUT changes a policy).
+func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.writableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	pol := store.Policy{DatasetID: d.ID}
+	var hasSource bool
+	body, err := decodeBody(r, map[string]member{
+		"name":   str(&pol.Name, "name"),
+		"source": func(sc *jsonscan.Scanner) error { hasSource = true; return str(&pol.Source, "source")(sc) },
+	})
+	if err != nil {
+		return err
+	}
+	if err := validName("policy name", pol.Name); err != nil {
+		return err
+	}
+	if !hasSource {
+		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "source": the policy text`))
+	}
+	if _, err := parsePolicy(pol.Name, pol.Source); err != nil {
+		return err
+	}
+	existing, err := s.st.ListPolicies(r.Context(), d.ID)
+	if err != nil {
+		return err
+	}
+	for _, e := range existing {
+		if e.Name == pol.Name {
+			return errorf(http.StatusConflict, codeConflict, "dataset %s already has a policy named %q (%s); change it with PUT", d.Name, pol.Name, e.ID)
+		}
+	}
+	saved, err := s.st.SavePolicy(r.Context(), pol)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, toPolicyJSON(saved))
+	return nil
+}
+
+// updatePolicy changes a policy's name and/or source.
+func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.writableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	pol, err := s.datasetPolicy(r, d)
+	if err != nil {
+		return err
+	}
+	if _, err := decodeBody(r, map[string]member{
+		"name":   str(&pol.Name, "name"),
+		"source": str(&pol.Source, "source"),
+	}); err != nil {
+		return err
+	}
+	if err := validName("policy name", pol.Name); err != nil {
+		return err
+	}
+	if _, err := parsePolicy(pol.Name, pol.Source); err != nil {
+		return err
+	}
+	saved, err := s.st.SavePolicy(r.Context(), pol)
+	if errors.Is(err, store.ErrConflict) {
+		return errorf(http.StatusConflict, codeConflict, "dataset %s already has a policy named %q", d.Name, pol.Name)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toPolicyJSON(saved))
+	return nil
+}
+
+// deletePolicy removes a saved policy. The annotations of its earlier checks
+// stay (they are the traces' annotations now).
+func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.writableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	pol, err := s.datasetPolicy(r, d)
+	if err != nil {
+		return err
+	}
+	if err := s.st.DeletePolicy(r.Context(), pol.ID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// checkResult is one event of a dataset-wide check: the outcome for one
+// trace.
+type checkResult struct {
+	Index   int64            `json:"index"`
+	TraceID string           `json:"trace_id"`
+	Status  string           `json:"status"` // passed, failed (violations), error
+	Errors  []map[string]any `json:"errors"`
+	Error   *checkFailure    `json:"error,omitempty"`
+}
+
+type checkFailure struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Details any    `json:"details,omitempty"`
+}
+
+// checkSummary is the final "done" event of a dataset-wide check.
+type checkSummary struct {
+	NumTraces  int `json:"num_traces"`
+	Checked    int `json:"checked"`
+	Passed     int `json:"passed"`
+	Failed     int `json:"failed"`
+	Errored    int `json:"errored"`
+	Violations int `json:"violations"`
+}
+
+// checkDataset is POST /api/v1/datasets/{id}/policies/{pid}/check: check
+// every trace of the dataset with a saved policy, streaming server-sent
+// events — first {"metadata": {"num_traces", "policy"}}, then one
+// {"index", "trace_id", "status", "errors"} per trace in index order, then
+// an event named "done" with the totals (or one named "error" when the check
+// cannot go on). Each trace's violations are stored as annotations of source
+// "analyzer", one per range (the address), with the message as content and
+// extra {"policy_id", "policy_name", "key"}; they replace that policy's
+// earlier results on the trace and leave other annotations alone. A trace
+// the policy fails on keeps its earlier results. The body may give
+// {"parameters": {...}}.
+func (s *Server) checkDataset(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.writableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	saved, err := s.datasetPolicy(r, d)
+	if err != nil {
+		return err
+	}
+	var params map[string]any
+	if err := requireJSON(r); err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := decodeObject(body, map[string]member{"parameters": parameters(&params)}); err != nil {
+			return err
+		}
+	}
+	pol, err := parsePolicy(saved.Name, saved.Source)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	var traces []store.TraceSummary
+	for cursor := ""; ; {
+		page, next, err := s.st.ListTraces(ctx, d.ID, store.Page{Cursor: cursor, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		traces = append(traces, page...)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	send := func(name string, v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			b, _ = json.Marshal(map[string]any{"error": map[string]string{"code": codeInternal, "message": "cannot encode the event"}})
+		}
+		if name != "" {
+			fmt.Fprintf(w, "event: %s\n", name)
+		}
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	fail := func(err error) error {
+		ae := toAPIError(err)
+		if ae.Status >= 500 {
+			s.log.ErrorContext(ctx, "policy check failed", "dataset", d.ID, "policy", saved.ID, "err", err)
+		}
+		send("error", map[string]any{"error": checkFailure{ae.Code, ae.Message, ae.Details}})
+		return nil
+	}
+	send("", map[string]any{"metadata": map[string]any{"num_traces": len(traces), "policy": map[string]string{"id": saved.ID, "name": saved.Name}}})
+	sum := checkSummary{NumTraces: len(traces)}
+	for _, ts := range traces {
+		if err := ctx.Err(); err != nil {
+			return nil // the client went away
+		}
+		res := checkResult{Index: ts.Index, TraceID: ts.ID, Errors: []map[string]any{}}
+		st, err := s.st.Trace(ctx, ts.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // deleted while the check ran
+		}
+		if err != nil {
+			return fail(err)
+		}
+		out, err := pol.Analyze(st.Trace.Events, params)
+		sum.Checked++
+		if err != nil {
+			ae := toAPIError(policyError(err))
+			res.Status, res.Error = "error", &checkFailure{ae.Code, ae.Message, ae.Details}
+			sum.Errored++
+			send("", res)
+			continue
+		}
+		anns := analyzerAnnotations(saved, out.Violations)
+		if err := s.st.ReplaceAnnotationsOf(ctx, ts.ID, analyzerSource, policyIDKey, saved.ID, anns); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			return fail(fmt.Errorf("store the results of policy %s on trace %s: %w", saved.ID, ts.ID, err))
+		}
+		res.Errors = violationsJSON(out.Violations)
+		res.Status = "passed"
+		if len(out.Violations) > 0 {
+			res.Status = "failed"
+			sum.Failed++
+			sum.Violations += len(out.Violations)
+		} else {
+			sum.Passed++
+		}
+		send("", res)
+	}
+	send("done", sum)
+	return nil
+}
+
+// analyzerAnnotations are the annotations of a trace's violations: one per
+// range. A violation without ranges (a rule that binds nothing in the trace)
+// is about the whole trace; it is attached to the first event, messages.0,
+// since an address names a place and the trace itself has none.
+func analyzerAnnotations(saved store.Policy, vs []*policy.Violation) []store.Annotation {
+	var out []store.Annotation
+	for _, v := range vs {
+		extra := map[string]any{policyIDKey: saved.ID, "policy_name": saved.Name, "key": v.Key}
+		if len(v.Kwargs) > 0 {
+			extra["kwargs"] = v.Kwargs
+		}
+		raw, err := json.Marshal(extra)
+		if err != nil { // a kwarg that does not encode: leave the kwargs out
+			delete(extra, "kwargs")
+			raw, _ = json.Marshal(extra)
+		}
+		content := v.Text()
+		addrs := v.Addresses()
+		if len(addrs) == 0 {
+			addrs = []string{"messages.0"}
+		}
+		for _, a := range addrs {
+			out = append(out, store.Annotation{Address: a, Content: content, Source: analyzerSource, Extra: raw})
+		}
+	}
+	return out
+}
