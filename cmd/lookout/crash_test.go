@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -110,6 +111,7 @@ func crashOnce(t *testing.T, db string) {
 	}
 	type upload struct {
 		datasetID string
+		sent      bool // the upload request was under way
 		acked     bool
 	}
 	var (
@@ -117,6 +119,8 @@ func crashOnce(t *testing.T, db string) {
 		acked   []batch
 		uploads []upload
 		wg      sync.WaitGroup
+		// Requests under way, so that the kill is known to cut some off.
+		pushing, uploading atomic.Int32
 	)
 	stop := make(chan struct{})
 	traceJSON := func(tag string, i int) json.RawMessage {
@@ -137,7 +141,9 @@ func crashOnce(t *testing.T, db string) {
 				for i := range traces {
 					traces[i] = traceJSON(name, i)
 				}
+				pushing.Add(1)
 				ids, err := c.PushTraces(ctx, "stream", traces)
+				pushing.Add(-1)
 				if err != nil {
 					return // the server is gone
 				}
@@ -170,7 +176,12 @@ func crashOnce(t *testing.T, db string) {
 				for i := range uploadSize {
 					fmt.Fprintf(&file, `[{"role":"user","content":"%s %d %s"}]`+"\n", name, i, strings.Repeat("y", 300))
 				}
+				mu.Lock()
+				uploads[k].sent = true
+				mu.Unlock()
+				uploading.Add(1)
 				_, err = c.Upload(ctx, d.ID, name+".jsonl", &file, client.UploadOptions{})
+				uploading.Add(-1)
 				if err != nil {
 					return
 				}
@@ -180,30 +191,40 @@ func crashOnce(t *testing.T, db string) {
 			}
 		}()
 	}
+	// Kill once enough was acknowledged and while a push and an upload are
+	// both under way.
 	deadline := time.Now().Add(stopWaiting)
 	time.Sleep(killAfter)
 	for {
 		mu.Lock()
 		n := len(acked)
 		mu.Unlock()
-		if n >= minAcked || time.Now().After(deadline) {
+		if n >= minAcked && pushing.Load() > 0 && uploading.Load() > 0 || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
+	pushesCut, uploadsCut := pushing.Load(), uploading.Load()
 	srv.kill(t)
 	close(stop)
 	wg.Wait()
 	if len(acked) < minAcked {
 		t.Fatalf("only %d batches acknowledged before the kill; server log:\n%s", len(acked), srv.logs)
 	}
-	ackedUploads := 0
+	ackedUploads, unacked := 0, 0
 	for _, u := range uploads {
 		if u.acked {
 			ackedUploads++
+		} else if u.sent {
+			unacked++
 		}
 	}
-	t.Logf("killed with %d push batches (%d traces) and %d of %d uploads acknowledged", len(acked), len(acked)*batchSize, ackedUploads, len(uploads))
+	t.Logf("killed with %d push batches (%d traces) and %d of %d uploads acknowledged; %d push and %d upload requests under way at the kill",
+		len(acked), len(acked)*batchSize, ackedUploads, len(uploads), pushesCut, uploadsCut)
+	// The test is only worth something if the kill hit requests under way.
+	if pushesCut == 0 || uploadsCut == 0 || unacked == 0 {
+		t.Fatalf("the kill hit %d pushes and %d uploads under way (%d uploads sent and not acknowledged); want some of each", pushesCut, uploadsCut, unacked)
+	}
 
 	srv = startChild(t, db)
 	c, err = client.New(srv.url)

@@ -139,7 +139,7 @@ func applies(route, kind string) bool {
 
 // othersTest are route prefixes whose scenarios live with their own code
 // (the policy endpoints, in the policy files' tests).
-var othersTest = []string{"/api/v1/policy", "/check"}
+var othersTest = []string{"/api/v1/policy", "/policies", "/check"}
 
 const smallLimit = 64 << 10
 
