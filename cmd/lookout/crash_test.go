@@ -36,9 +36,9 @@ type child struct {
 	logs *bytes.Buffer
 }
 
-func startChild(t *testing.T, db string) *child {
+func startChild(t *testing.T, db string, args ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0", "--db", db, "--quiet")
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--quiet"}, args...)...)
 	cmd.Env = append(os.Environ(), "LOOKOUT_TEST_MAIN=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -29,8 +29,9 @@ func newKeyCreateCmd() *cobra.Command {
 database and its tables are created if missing) and prints the key, which is
 shown this once, as the only line on standard output.
 
-The key belongs to --user. Without it: to the local user while the database
-has no users (local mode), or to the only user when there is one.`,
+The key belongs to --user. Without it, to the first user: the first one
+created with lookout user create, or the local user while the database has
+no users (local mode). Standard error says whose key it is.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -58,7 +59,7 @@ has no users (local mode), or to the only user when there is one.`,
 	}
 	cmd.Flags().StringVar(&db, "db", defaultDB, dbFlagHelp)
 	cmd.Flags().StringVar(&name, "name", "cli", "a name for the key, shown in key lists")
-	cmd.Flags().StringVar(&user, "user", "", "user the key belongs to (default: the local user, or the only user)")
+	cmd.Flags().StringVar(&user, "user", "", "user the key belongs to (default: the first user, or the local user while there are none)")
 	return cmd
 }
 
@@ -67,7 +68,8 @@ type userLister interface {
 	ListUsers(ctx context.Context) ([]store.User, error)
 }
 
-// keyOwner picks the user a new key belongs to.
+// keyOwner picks the user a new key belongs to: the one named, else the
+// first user created (not the local-mode one), else the local user.
 func keyOwner(ctx context.Context, st store.Store, name string) (store.User, error) {
 	if name != "" {
 		u, err := st.UserByName(ctx, name)
@@ -83,20 +85,18 @@ func keyOwner(ctx context.Context, st store.Store, name string) (store.User, err
 	if n == 0 {
 		return st.LocalUser(ctx)
 	}
-	if ul, ok := st.(userLister); ok {
-		users, err := ul.ListUsers(ctx)
-		if err != nil {
-			return store.User{}, err
-		}
-		var real []store.User
-		for _, u := range users {
-			if u.Name != store.LocalUserName {
-				real = append(real, u)
-			}
-		}
-		if len(real) == 1 {
-			return real[0], nil
+	ul, ok := st.(userLister)
+	if !ok {
+		return store.User{}, errors.New("the database has users: name the key's owner with --user")
+	}
+	users, err := ul.ListUsers(ctx) // oldest first
+	if err != nil {
+		return store.User{}, err
+	}
+	for _, u := range users {
+		if u.Name != store.LocalUserName { // a name no real user can have
+			return u, nil
 		}
 	}
-	return store.User{}, errors.New("the database has users: name the key's owner with --user")
+	return store.User{}, fmt.Errorf("the database counts %d users but lists none", n)
 }

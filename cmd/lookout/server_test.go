@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -198,12 +199,17 @@ func userAndKeyCreate(t *testing.T, db string) {
 		t.Fatalf("key create --user alice: %d %s", code, errOut)
 	}
 	aliceKey := strings.TrimSpace(out)
-	// With two users a key needs --user.
 	if code, _, _ := runCLI(t, "pw2\n", "user", "create", "--db", db, "carol"); code != 0 {
 		t.Fatalf("second user: exit %d", code)
 	}
-	if code, _, errOut := runCLI(t, "", "key", "create", "--db", db); code != 2 || !strings.Contains(errOut, "--user") {
-		t.Errorf("key create with two users and no --user: exit %d: %s", code, errOut)
+	// With two users a key without --user is the first user's.
+	code, out, errOut = runCLI(t, "", "key", "create", "--db", db, "--name", "first")
+	if code != 0 || !strings.Contains(errOut, "for user alice") || !regexp.MustCompile(`^lk_[A-Za-z0-9_-]{40,}\n$`).MatchString(out) {
+		t.Errorf("key create with two users and no --user: exit %d: %q %s", code, out, errOut)
+	}
+	firstKey := strings.TrimSpace(out)
+	if code, _, errOut := runCLI(t, "", "key", "create", "--db", db, "--user", "carol"); code != 0 || !strings.Contains(errOut, "for user carol") {
+		t.Errorf("key create --user carol: exit %d: %s", code, errOut)
 	}
 	if code, _, errOut := runCLI(t, "", "key", "create", "--db", db, "--user", "nobody"); code != 2 || !strings.Contains(errOut, "nobody") {
 		t.Errorf("key for an unknown user: exit %d: %s", code, errOut)
@@ -223,6 +229,10 @@ func userAndKeyCreate(t *testing.T, db string) {
 	}
 	if me, err := anon.Me(ctx); err != nil || me.Via != "session" {
 		t.Fatalf("me after login: %+v %v", me, err)
+	}
+	fc, _ := client.New(url, client.WithAPIKey(firstKey))
+	if me, err := fc.Me(ctx); err != nil || me.User == nil || me.User.Name != "alice" {
+		t.Fatalf("me with the key made for the first user: %+v %v", me, err)
 	}
 	lc, _ := client.New(url, client.WithAPIKey(localKey))
 	if me, err := lc.Me(ctx); err != nil || me.User == nil || me.User.Name != "local" {
@@ -252,4 +262,62 @@ func readLine(sc *bufio.Scanner) string {
 		return sc.Text()
 	}
 	return ""
+}
+
+// TestServeDefaults: serve listens on loopback only, keeps its data in
+// lookout.db and limits bodies to 64 MiB unless told otherwise.
+func TestServeDefaults(t *testing.T) {
+	cmd := newServeCmd()
+	for flag, want := range map[string]string{"addr": "127.0.0.1:8000", "db": "lookout.db", "max-body": "64MiB"} {
+		if got := cmd.Flags().Lookup(flag).DefValue; got != want {
+			t.Errorf("--%s defaults to %q, want %q", flag, got, want)
+		}
+	}
+	if n, err := server.ParseSize(cmd.Flags().Lookup("max-body").DefValue); err != nil || n != server.DefaultMaxBody || server.DefaultMaxBody != 64<<20 {
+		t.Errorf("the default --max-body is %d bytes (%v)", n, err)
+	}
+	if code, _, errOut := runCLI(t, "", "serve", "--max-body", "lots"); code != 2 || !strings.Contains(errOut, "--max-body") {
+		t.Errorf("serve --max-body lots: exit %d: %s", code, errOut)
+	}
+
+	// Without --db, key create (like serve) makes lookout.db in the current
+	// directory, a SQLite file in WAL mode.
+	dir := t.TempDir()
+	t.Chdir(dir)
+	code, out, errOut := runCLI(t, "", "key", "create")
+	if code != 0 || !strings.HasPrefix(out, "lk_") {
+		t.Fatalf("key create without --db: exit %d: %s", code, errOut)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "lookout.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 100 || string(b[:16]) != "SQLite format 3\x00" || b[18] != 2 || b[19] != 2 {
+		t.Errorf("lookout.db is not a WAL-mode SQLite file")
+	}
+}
+
+// TestServeMaxBody: `lookout serve --max-body` sets the limit; a larger
+// body gets a 413 that names it.
+func TestServeMaxBody(t *testing.T) {
+	srv := startChild(t, filepath.Join(t.TempDir(), "lookout.db"), "--max-body", "2KiB")
+	if !strings.HasPrefix(srv.url, "http://127.0.0.1:") {
+		t.Errorf("serving %s", srv.url)
+	}
+	c, err := client.New(srv.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	small := json.RawMessage(`{"events":[{"role":"user","content":"fits"}]}`)
+	if ids, err := c.PushTraces(ctx, "limits", []json.RawMessage{small}); err != nil || len(ids) != 1 {
+		t.Fatalf("a small push: %v %v", ids, err)
+	}
+	big := json.RawMessage(`{"events":[{"role":"user","content":"` + strings.Repeat("x", 3<<10) + `"}]}`)
+	_, err = c.PushTraces(ctx, "limits", []json.RawMessage{big})
+	var ae *client.Error
+	if !errors.As(err, &ae) || ae.Status != 413 || ae.Code != "body_too_large" || !strings.Contains(ae.Message, "2KiB") {
+		t.Fatalf("a push over --max-body 2KiB: %v", err)
+	}
+	srv.kill(t)
 }

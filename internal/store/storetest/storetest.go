@@ -233,6 +233,17 @@ func testUsers(t *testing.T, open func(t *testing.T) store.Store) {
 	if u, err := e.st.UserByName(ctx, store.LocalUserName); err != nil || u != local {
 		t.Errorf("UserByName(local) = %+v, %v; want %+v", u, err, local)
 	}
+	// ListUsers (which `lookout key create` uses to find the first user)
+	// lists everyone, the local user included, oldest first.
+	ul, ok := e.st.(interface {
+		ListUsers(ctx context.Context) ([]store.User, error)
+	})
+	if !ok {
+		t.Fatalf("%T has no ListUsers", e.st)
+	}
+	if users, err := ul.ListUsers(ctx); err != nil || len(users) != 3 || users[0] != local || users[1] != alice || users[2].Name != "bob" {
+		t.Errorf("ListUsers = %+v, %v; want local, alice, bob", users, err)
+	}
 
 	cases := []struct {
 		name string
