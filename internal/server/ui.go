@@ -1,0 +1,97 @@
+package server
+
+import (
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/lookout-dev/lookout/web"
+)
+
+// uiCSP is the Content-Security-Policy of the explorer's pages: scripts and
+// styles only from the server's own files (no inline code), images also as
+// data: URLs (inline images in traces), no plugins, no framing, and DOM
+// sinks that take strings (innerHTML and the like) refused by Trusted Types.
+const uiCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; " +
+	"form-action 'self'; require-trusted-types-for 'script'; trusted-types 'none'"
+
+// uiPages are the explorer's client-side routes: each answers index.html
+// and the UI picks the page from the path.
+var uiPages = []string{
+	"GET /{$}",
+	"GET /datasets/{owner}/{name}",
+	"GET /traces/{id}",
+}
+
+// uiRoutes serves the embedded explorer (web/dist) beside the API.
+func (s *Server) uiRoutes() {
+	ui := newUI(web.Dist())
+	for _, p := range uiPages {
+		s.mux.Handle(p, http.HandlerFunc(ui.page))
+	}
+	s.mux.Handle("GET /assets/{file...}", http.HandlerFunc(ui.asset))
+	s.mux.Handle("GET /favicon.svg", http.HandlerFunc(ui.asset))
+}
+
+type uiFiles struct {
+	files fs.FS
+	index []byte // nil when the UI was not built
+}
+
+func newUI(files fs.FS) *uiFiles {
+	index, _ := fs.ReadFile(files, "index.html")
+	return &uiFiles{files: files, index: index}
+}
+
+func (u *uiFiles) page(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", uiCSP)
+	if u.index == nil {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte("the explorer UI is not built into this binary: run `make web` and rebuild\n"))
+		return
+	}
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Length", strconv.Itoa(len(u.index)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(u.index)
+	}
+}
+
+// asset serves a built file. Asset names carry a content hash, so they may
+// be cached for good.
+func (u *uiFiles) asset(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(path.Clean(r.URL.Path), "/")
+	b, err := fs.ReadFile(u.files, name)
+	if err != nil || name == "index.html" || name == "." {
+		h := w.Header()
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte("404 not found\n"))
+		return
+	}
+	h := w.Header()
+	ct := mime.TypeByExtension(path.Ext(name))
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h.Set("Content-Type", ct)
+	h.Set("Content-Security-Policy", uiCSP)
+	if strings.HasPrefix(name, "assets/") {
+		h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		h.Set("Cache-Control", "no-cache")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(b)
+	}
+}

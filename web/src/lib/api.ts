@@ -1,0 +1,154 @@
+// A thin client of the /api/v1 JSON API. Requests go to the same origin,
+// so the session cookie and local mode apply.
+import type { Annotation, Dataset, DecodeError, Me, Trace, TraceSummary, UploadResult } from './types';
+
+export class ApiError extends Error {
+  constructor(
+    public status: number,
+    public code: string,
+    message: string,
+    public details?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const init: RequestInit = { method, headers: { Accept: 'application/json' }, credentials: 'same-origin' };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    (init.headers as Record<string, string>)['Content-Type'] = 'application/json';
+  }
+  const res = await fetch('/api/v1' + path, init);
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  let data: any = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    throw new ApiError(res.status, 'bad_response', `${method} ${path}: ${res.status} ${text.slice(0, 200)}`);
+  }
+  if (!res.ok) {
+    const e = data?.error ?? {};
+    throw new ApiError(res.status, e.code ?? 'error', e.message ?? `${method} ${path}: ${res.status}`, e.details);
+  }
+  return data as T;
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  me: () => request<Me>('GET', '/me'),
+  login: (name: string, password: string) => request<unknown>('POST', '/login', { name, password }),
+  logout: () => request<void>('POST', '/logout'),
+  datasets: async (q: { owner?: string; name?: string } = {}) => {
+    const p = new URLSearchParams();
+    if (q.owner) p.set('owner', q.owner);
+    if (q.name) p.set('name', q.name);
+    const qs = p.toString();
+    return (await request<{ datasets: Dataset[] }>('GET', '/datasets' + (qs ? '?' + qs : ''))).datasets;
+  },
+  dataset: (id: string) => request<Dataset>('GET', `/datasets/${enc(id)}`),
+  createDataset: (name: string, isPublic = false) => request<Dataset>('POST', '/datasets', { name, public: isPublic }),
+  deleteDataset: (id: string) => request<void>('DELETE', `/datasets/${enc(id)}`),
+  traces: (id: string, cursor = '', limit = 100) =>
+    request<{ traces: TraceSummary[]; next: string }>(
+      'GET',
+      `/datasets/${enc(id)}/traces?limit=${limit}${cursor ? '&cursor=' + enc(cursor) : ''}`,
+    ),
+  trace: (id: string) => request<Trace>('GET', `/traces/${enc(id)}`),
+  annotations: async (traceId: string) =>
+    (await request<{ annotations: Annotation[] }>('GET', `/traces/${enc(traceId)}/annotations`)).annotations,
+  createAnnotation: (traceId: string, a: { address: string; content: string; source?: string; extra?: Record<string, unknown> }) =>
+    request<Annotation>('POST', `/traces/${enc(traceId)}/annotations`, a),
+  updateAnnotation: (traceId: string, aid: string, a: { content?: string; extra?: Record<string, unknown> }) =>
+    request<Annotation>('PUT', `/traces/${enc(traceId)}/annotations/${enc(aid)}`, a),
+  deleteAnnotation: (traceId: string, aid: string) => request<void>('DELETE', `/traces/${enc(traceId)}/annotations/${enc(aid)}`),
+  raw: request,
+};
+
+/** cursorAfter is the list cursor that starts after trace index i (the
+ * server's cursor is the base64url of "i<index>"; see internal/store). */
+export function cursorAfter(index: number): string {
+  if (index < 0) return '';
+  return btoa('i' + index).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+export interface UploadProgress {
+  phase: 'sending' | 'reading' | 'storing';
+  sent: number;
+  total: number;
+  traces: number;
+  errors: number;
+}
+
+/** upload sends a file to a dataset with XMLHttpRequest (for upload
+ * progress) and reads the server-sent progress events of the answer. */
+export function upload(
+  datasetId: string,
+  file: File,
+  opts: { skipInvalid: boolean },
+  onProgress: (p: UploadProgress) => void,
+): Promise<UploadResult> {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    const q = new URLSearchParams({ filename: file.name, mode: opts.skipInvalid ? 'skip-invalid' : 'all-or-nothing' });
+    xhr.open('POST', `/api/v1/datasets/${enc(datasetId)}/upload?${q}`);
+    xhr.setRequestHeader('Accept', 'text/event-stream');
+    xhr.setRequestHeader('Content-Type', 'application/octet-stream');
+    let seen = 0;
+    let buf = '';
+    let result: UploadResult | null = null;
+    let failure: ApiError | null = null;
+    const total = file.size;
+    xhr.upload.onprogress = (e) => onProgress({ phase: 'sending', sent: e.loaded, total, traces: 0, errors: 0 });
+    const consume = () => {
+      buf += xhr.responseText.slice(seen);
+      seen = xhr.responseText.length;
+      let k: number;
+      while ((k = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, k);
+        buf = buf.slice(k + 2);
+        let name = 'message';
+        let data = '';
+        for (const line of block.split('\n')) {
+          if (line.startsWith('event:')) name = line.slice(6).trim();
+          else if (line.startsWith('data:')) data += line.slice(5).trim();
+        }
+        let v: any;
+        try {
+          v = JSON.parse(data);
+        } catch {
+          continue;
+        }
+        if (name === 'progress')
+          onProgress({ phase: v.stage === 'storing' ? 'storing' : 'reading', sent: v.bytes, total, traces: v.traces, errors: v.errors });
+        else if (name === 'done') result = v;
+        else if (name === 'error') failure = new ApiError(422, v.error?.code ?? 'error', v.error?.message ?? 'upload failed', v.error?.details);
+      }
+    };
+    xhr.onprogress = consume;
+    xhr.onload = () => {
+      if (xhr.status !== 200) {
+        let e: any = {};
+        try {
+          e = JSON.parse(xhr.responseText).error ?? {};
+        } catch {
+          /* not JSON */
+        }
+        reject(new ApiError(xhr.status, e.code ?? 'error', e.message ?? `upload: ${xhr.status}`, e.details));
+        return;
+      }
+      consume();
+      if (result) resolve(result);
+      else reject(failure ?? new ApiError(500, 'error', 'the upload ended without a result'));
+    };
+    xhr.onerror = () => reject(new ApiError(0, 'network', 'the upload failed (network error)'));
+    xhr.send(file);
+  });
+}
+
+export function decodeErrors(e: unknown): DecodeError[] {
+  if (e instanceof ApiError && e.details && Array.isArray((e.details as any).errors)) return (e.details as any).errors;
+  return [];
+}

@@ -1,0 +1,209 @@
+import type { ComponentChildren } from 'preact';
+import type { HighlightIndex } from '../lib/highlight';
+import type { Annotation, Part, ToolCall, TraceEvent } from '../lib/types';
+import { safeHref, safeImageSrc } from '../lib/markdown';
+import { piece, Rich } from './Rich';
+
+export interface CardProps {
+  i: number;
+  e: TraceEvent;
+  hl: HighlightIndex;
+  current: string | null; // current highlight id
+  focused: boolean; // the j/k event, or the URL target
+  raw: boolean;
+  callIndex: Map<string, { event: number; call: number }>; // tool call id → where it is
+  outputIndex: Map<string, number>; // tool call id → event of its output
+  notes: Annotation[]; // annotations on this event
+  me: string | null;
+  onJump: (event: number, address?: string) => void;
+  onToggleRaw: (i: number) => void;
+  onComment: (address: string) => void;
+  onRate: (i: number, rating: 1 | -1) => void;
+}
+
+const knownRoles = new Set(['user', 'assistant', 'system', 'tool', 'developer', 'function']);
+
+function prettyArgs(v: unknown): string {
+  if (typeof v === 'string') return v;
+  return JSON.stringify(v, null, 2) ?? '';
+}
+
+/** ArgValue shows tool call arguments as an indented tree whose string
+ * leaves carry highlights (addresses ...function.arguments.<key>). */
+function ArgValue(props: { v: unknown; path: string; hl: HighlightIndex; i: number; current: string | null; depth: number }): ComponentChildren {
+  const { v, path, hl, i, current, depth } = props;
+  if (typeof v === 'string') {
+    const whole = hl.whole(i, path);
+    const s = JSON.stringify(v);
+    void s;
+    return (
+      <span class={`arg-str ${whole.length ? 'hl hl-' + whole[0].kind : ''}`} data-f={`messages.${i}.${path}`} title={whole.map((h) => h.message).join('\n') || undefined}>
+        "{piece(v, 0, v.length, { ranges: hl.ranges(i, path), current })}"
+      </span>
+    );
+  }
+  if (v === null || typeof v !== 'object') return <span class="arg-lit tk-num">{JSON.stringify(v)}</span>;
+  if (depth > 8) return <span class="arg-lit">{JSON.stringify(v)}</span>;
+  const entries = Array.isArray(v) ? v.map((x, k) => [String(k), x] as const) : Object.entries(v);
+  if (entries.length === 0) return <span class="arg-lit">{Array.isArray(v) ? '[]' : '{}'}</span>;
+  return (
+    <div class="arg-obj">
+      {entries.map(([k, x]) => (
+        <div class="arg-row">
+          <span class="arg-key tk-key">{Array.isArray(v) ? `[${k}]` : k}</span>: <ArgValue v={x} path={`${path}.${k}`} hl={hl} i={i} current={current} depth={depth + 1} />
+        </div>
+      ))}
+    </div>
+  );
+}
+
+function Call(props: CardProps & { c: ToolCall; k: number }) {
+  const { c, k, i, hl, current } = props;
+  const name = c.function?.name ?? '(no name)';
+  const out = c.id ? props.outputIndex.get(c.id) : undefined;
+  const args = c.function?.arguments;
+  const namePath = `tool_calls.${k}.function.name`;
+  return (
+    <div class="tool-call" id={c.id ? `call-${c.id}` : undefined} data-call={c.id}>
+      <div class="tool-call-head">
+        <span class="badge tool">tool call</span>{' '}
+        <b class="tool-name" data-f={`messages.${i}.${namePath}`}>
+          {piece(name, 0, name.length, { ranges: hl.ranges(i, namePath), current })}
+        </b>
+        {c.id && <code class="muted small">{c.id}</code>}
+        {out !== undefined && (
+          <a class="jump to-output" href={`#messages.${out}`} onClick={(e) => (e.preventDefault(), props.onJump(out, `messages.${out}`))}>
+            output ↓ #{out}
+          </a>
+        )}
+      </div>
+      {args !== undefined && args !== null && (
+        <div class="tool-args">
+          {typeof args === 'object' ? (
+            <ArgValue v={args} path={`tool_calls.${k}.function.arguments`} hl={hl} i={i} current={current} depth={0} />
+          ) : (
+            <pre class="md-pre">{prettyArgs(args)}</pre>
+          )}
+        </div>
+      )}
+    </div>
+  );
+}
+
+function imageURL(p: Part): string | null {
+  const u = typeof p.image_url === 'string' ? p.image_url : p.image_url?.url;
+  return typeof u === 'string' ? u : null;
+}
+
+function Parts(props: CardProps & { parts: Part[] }) {
+  const { parts, i, hl, current, raw } = props;
+  return (
+    <>
+      {parts.map((p, k) => {
+        if (p && typeof p.text === 'string') {
+          const f = `content.${k}.text`;
+          return <Rich src={p.text} field={`messages.${i}.${f}`} ctx={{ ranges: hl.ranges(i, f), current }} mode={raw ? 'raw' : 'markdown'} />;
+        }
+        const u = p ? imageURL(p) : null;
+        if (u) {
+          const src = safeImageSrc(u);
+          const boxes = hl.event(i).filter((h) => h.field === `content.${k}` && h.addr.sel?.kind === 'bbox');
+          if (src)
+            return (
+              <div class="img-part" data-f={`messages.${i}.content.${k}`}>
+                <img src={src} alt={`image ${k}`} loading="lazy" />
+                {boxes.map((b) => {
+                  const s = b.addr.sel as { x1: number; y1: number; x2: number; y2: number };
+                  const frac = s.x2 <= 1 && s.y2 <= 1;
+                  return (
+                    <span
+                      class={`bbox hl-${b.kind}`}
+                      title={b.message}
+                      style={frac ? { left: `${s.x1 * 100}%`, top: `${s.y1 * 100}%`, width: `${(s.x2 - s.x1) * 100}%`, height: `${(s.y2 - s.y1) * 100}%` } : { left: `${s.x1}px`, top: `${s.y1}px`, width: `${s.x2 - s.x1}px`, height: `${s.y2 - s.y1}px` }}
+                    />
+                  );
+                })}
+              </div>
+            );
+          const href = safeHref(u);
+          return href ? (
+            <a class="md-remote-img" href={href} target="_blank" rel="noopener noreferrer nofollow">
+              🖼 remote image (not loaded): {href.slice(0, 120)}
+            </a>
+          ) : (
+            <span class="muted">🖼 image</span>
+          );
+        }
+        return <pre class="md-pre">{JSON.stringify(p, null, 2)}</pre>;
+      })}
+    </>
+  );
+}
+
+export function EventCard(props: CardProps) {
+  const { i, e, hl, current, raw, notes } = props;
+  const role = typeof e.role === 'string' && e.role ? e.role : 'event';
+  const roleClass = knownRoles.has(role) ? role : 'other';
+  const whole = hl.whole(i, '');
+  const callAt = e.tool_call_id ? props.callIndex.get(e.tool_call_id) : undefined;
+  const up = notes.filter((a) => (a.extra as any)?.rating === 1).length;
+  const down = notes.filter((a) => (a.extra as any)?.rating === -1).length;
+  const comments = notes.filter((a) => a.address === `messages.${i}` && (a.extra as any)?.rating === undefined);
+  const content = e.content;
+  return (
+    <article
+      class={`card role-${roleClass} ${props.focused ? 'focused' : ''} ${whole.length ? 'card-hl card-hl-' + whole[0].kind : ''}`}
+      data-event={i}
+      id={`event-${i}`}
+      title={whole.map((h) => h.message).join('\n') || undefined}
+    >
+      <header class="card-head">
+        <span class={`role r-${roleClass}`}>{role}</span>
+        <a class="addr" href={`#messages.${i}`} title="link to this event">
+          #{i}
+        </a>
+        {e.name && typeof e.name === 'string' && <span class="muted small">{e.name}</span>}
+        {callAt && (
+          <a
+            class="jump to-call"
+            href={`#messages.${callAt.event}.tool_calls.${callAt.call}`}
+            onClick={(ev) => (ev.preventDefault(), props.onJump(callAt.event, `messages.${callAt.event}.tool_calls.${callAt.call}`))}
+          >
+            ↑ output of call #{callAt.event}
+          </a>
+        )}
+        {e.tool_call_id && !callAt && <span class="muted small">output of {e.tool_call_id}</span>}
+        <span class="spacer" />
+        <button type="button" class={`small rate ${up ? 'on' : ''}`} title="thumbs up" aria-label="thumbs up" onClick={() => props.onRate(i, 1)}>
+          ▲{up ? ' ' + up : ''}
+        </button>
+        <button type="button" class={`small rate ${down ? 'on' : ''}`} title="thumbs down" aria-label="thumbs down" onClick={() => props.onRate(i, -1)}>
+          ▼{down ? ' ' + down : ''}
+        </button>
+        <button type="button" class="small comment-event" onClick={() => props.onComment(`messages.${i}`)}>
+          Comment
+        </button>
+        <button type="button" class="small toggle-raw" title="raw text with line numbers (click a number to comment on the line)" onClick={() => props.onToggleRaw(i)}>
+          {raw ? 'Rendered' : 'Lines'}
+        </button>
+      </header>
+      <div class="card-body" data-event={i}>
+        {typeof content === 'string' && content !== '' && (
+          <Rich src={content} field={`messages.${i}.content`} ctx={{ ranges: hl.ranges(i, 'content'), current }} mode={raw ? 'raw' : 'markdown'} open={props.focused && raw} />
+        )}
+        {Array.isArray(content) && <Parts {...props} parts={content} />}
+        {(e.tool_calls ?? []).map((c, k) => c && <Call {...props} c={c} k={k} />)}
+        {content == null && !(e.tool_calls ?? []).length && <span class="muted small">(no content)</span>}
+      </div>
+      {comments.length > 0 && (
+        <div class="card-notes">
+          {comments.map((a) => (
+            <div class="note">
+              <b>{a.author ?? a.source}</b>: {a.content}
+            </div>
+          ))}
+        </div>
+      )}
+    </article>
+  );
+}

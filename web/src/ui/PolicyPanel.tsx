@@ -1,0 +1,261 @@
+// Write, save and run a guardrail policy over a dataset (internal/server
+import type { ComponentChildren } from 'preact';
+// policy.go): syntax colouring, errors at line:col, live progress, and the
+// list of flagged traces to filter to.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, ApiError } from '../lib/api';
+import { tokenizeCode } from '../lib/markdown';
+import { readSSE } from '../lib/sse';
+
+interface Policy {
+  id: string;
+  name: string;
+  source: string;
+}
+
+interface Diagnostic {
+  line: number;
+  col: number;
+  message: string;
+  class?: string;
+}
+
+export const examplePolicy = `raise "tool call after a refusal" if:
+    (msg: Message)
+    (call: ToolCall)
+    msg -> call
+    "cannot" in msg.content
+`;
+
+function diagnostics(e: unknown): Diagnostic[] {
+  if (!(e instanceof ApiError) || !e.details) return [];
+  const d = e.details as any;
+  if (Array.isArray(d.diagnostics) && d.diagnostics.length) return d.diagnostics;
+  if (typeof d.line === 'number') return [{ line: d.line, col: d.col ?? 0, message: e.message, class: d.class }];
+  return [];
+}
+
+function Editor(props: { value: string; onInput: (s: string) => void; errLines: Set<number> }) {
+  const pre = useRef<HTMLPreElement>(null);
+  const src = props.value;
+  const toks = tokenizeCode(src, 0, src.length, 'py');
+  const out: ComponentChildren[] = [];
+  let at = 0;
+  for (const t of toks) {
+    if (t.s > at) out.push(src.slice(at, t.s));
+    out.push(<span class={t.cls}>{src.slice(t.s, t.e)}</span>);
+    at = t.e;
+  }
+  out.push(src.slice(at) + '\n');
+  const lines = src.split('\n').length;
+  return (
+    <div class="editor">
+      <div class="gutter" aria-hidden="true">
+        {Array.from({ length: lines }, (_, i) => (
+          <div class={props.errLines.has(i + 1) ? 'gl err' : 'gl'}>{i + 1}</div>
+        ))}
+      </div>
+      <div class="editor-body">
+        <pre class="editor-hl" ref={pre} aria-hidden="true">
+          {out}
+        </pre>
+        <textarea
+          class="editor-input"
+          spellcheck={false}
+          value={src}
+          aria-label="policy source"
+          onInput={(e) => props.onInput(e.currentTarget.value)}
+          onScroll={(e) => {
+            if (pre.current) {
+              pre.current.scrollTop = e.currentTarget.scrollTop;
+              pre.current.scrollLeft = e.currentTarget.scrollLeft;
+            }
+          }}
+        />
+      </div>
+    </div>
+  );
+}
+
+export interface CheckState {
+  running: boolean;
+  total: number;
+  checked: number;
+  failed: number;
+  errored: number;
+  violations: number;
+  flagged: string[];
+  error: string;
+}
+
+export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFlagged: (ids: string[]) => void }) {
+  const { datasetId } = props;
+  const [policies, setPolicies] = useState<Policy[]>([]);
+  const [sel, setSel] = useState<string>('');
+  const [name, setName] = useState('no-tool-after-refusal');
+  const [src, setSrc] = useState(examplePolicy);
+  const [diags, setDiags] = useState<Diagnostic[]>([]);
+  const [msg, setMsg] = useState('');
+  const [check, setCheck] = useState<CheckState | null>(null);
+  const abort = useRef<AbortController | null>(null);
+  const load = () =>
+    api.raw<{ policies: Policy[] }>('GET', `/datasets/${encodeURIComponent(datasetId)}/policies`).then(
+      (r) => setPolicies(r.policies ?? []),
+      () => setPolicies([]),
+    );
+  useEffect(() => {
+    load();
+    return () => abort.current?.abort();
+  }, [datasetId]);
+
+  const validate = async (): Promise<boolean> => {
+    setMsg('');
+    try {
+      await api.raw('POST', '/policy/check', { policy: src, messages: [] });
+      setDiags([]);
+      return true;
+    } catch (e) {
+      const d = diagnostics(e);
+      setDiags(d.length ? d : [{ line: 0, col: 0, message: (e as Error).message }]);
+      return false;
+    }
+  };
+  const save = async (): Promise<string | null> => {
+    setMsg('');
+    try {
+      const body = { name: name.trim(), source: src };
+      const p = sel
+        ? await api.raw<Policy>('PUT', `/datasets/${encodeURIComponent(datasetId)}/policies/${encodeURIComponent(sel)}`, body)
+        : await api.raw<Policy>('POST', `/datasets/${encodeURIComponent(datasetId)}/policies`, body);
+      setDiags([]);
+      setSel(p.id);
+      setMsg(`saved ${p.name}`);
+      load();
+      return p.id;
+    } catch (e) {
+      const d = diagnostics(e);
+      setDiags(d);
+      if (!d.length) setMsg((e as Error).message);
+      return null;
+    }
+  };
+  const run = async () => {
+    const id = await save();
+    if (!id) return;
+    abort.current?.abort();
+    const ac = new AbortController();
+    abort.current = ac;
+    const st: CheckState = { running: true, total: 0, checked: 0, failed: 0, errored: 0, violations: 0, flagged: [], error: '' };
+    setCheck({ ...st });
+    try {
+      const res = await fetch(`/api/v1/datasets/${encodeURIComponent(datasetId)}/policies/${encodeURIComponent(id)}/check`, {
+        method: 'POST',
+        headers: { Accept: 'text/event-stream', 'Content-Type': 'application/json' },
+        body: '{}',
+        signal: ac.signal,
+      });
+      if (!res.ok) {
+        const j = await res.json().catch(() => ({}));
+        throw new Error(j?.error?.message ?? `check: ${res.status}`);
+      }
+      let last = 0;
+      await readSSE(
+        res,
+        (ev, d) => {
+          if (d.metadata) st.total = d.metadata.num_traces ?? 0;
+          else if (ev === 'done') {
+            st.running = false;
+            st.violations = d.violations ?? st.violations;
+          } else if (ev === 'error') st.error = d?.error?.message ?? 'the check failed';
+          else if (d.trace_id) {
+            st.checked++;
+            if (d.status === 'failed') {
+              st.failed++;
+              st.flagged.push(d.trace_id);
+              st.violations += (d.errors ?? []).length;
+            } else if (d.status === 'error') st.errored++;
+          }
+          const now = performance.now();
+          if (now - last > 100 || ev === 'done') {
+            last = now;
+            setCheck({ ...st, flagged: [...st.flagged] });
+          }
+        },
+        ac.signal,
+      );
+    } catch (e) {
+      if (!ac.signal.aborted) st.error = (e as Error).message;
+    }
+    st.running = false;
+    setCheck({ ...st, flagged: [...st.flagged] });
+  };
+  const errLines = new Set(diags.map((d) => d.line));
+  return (
+    <section class="panel policy-panel">
+      <h3>Policies</h3>
+      <div class="row">
+        <select
+          value={sel}
+          aria-label="saved policy"
+          onChange={(e) => {
+            const id = e.currentTarget.value;
+            setSel(id);
+            const p = policies.find((x) => x.id === id);
+            if (p) {
+              setName(p.name);
+              setSrc(p.source);
+            }
+          }}
+        >
+          <option value="">new policy</option>
+          {policies.map((p) => (
+            <option value={p.id}>{p.name}</option>
+          ))}
+        </select>
+        <input value={name} onInput={(e) => setName(e.currentTarget.value)} aria-label="policy name" placeholder="policy name" />
+      </div>
+      <Editor value={src} onInput={setSrc} errLines={errLines} />
+      {diags.length > 0 && (
+        <ul class="diags">
+          {diags.map((d) => (
+            <li class="error">
+              {d.line ? `${d.line}:${d.col}: ` : ''}
+              {d.message}
+            </li>
+          ))}
+        </ul>
+      )}
+      <div class="row">
+        <button type="button" onClick={validate}>
+          Check syntax
+        </button>
+        {props.canWrite && (
+          <button type="button" onClick={save}>
+            Save
+          </button>
+        )}
+        {props.canWrite && (
+          <button type="button" class="primary run-policy" onClick={run} disabled={check?.running}>
+            Save and run on dataset
+          </button>
+        )}
+        {msg && <span class="muted">{msg}</span>}
+      </div>
+      {check && (
+        <div class="check-progress">
+          <progress max={check.total || 1} value={check.checked} />
+          <span class="check-status">
+            {check.running ? 'checking' : 'checked'} {check.checked}/{check.total}: {check.failed} flagged, {check.violations} violations
+            {check.errored ? `, ${check.errored} errors` : ''}
+          </span>
+          {check.error && <span class="error">{check.error}</span>}
+          {!check.running && check.flagged.length > 0 && (
+            <button type="button" class="show-flagged" onClick={() => props.onFlagged(check.flagged)}>
+              Show the {check.flagged.length} flagged traces
+            </button>
+          )}
+        </div>
+      )}
+    </section>
+  );
+}

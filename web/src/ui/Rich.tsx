@@ -1,0 +1,208 @@
+// Rendering of trace text: markdown and code as Preact vnodes (never HTML
+// strings), with highlights at exact ranges. Every text piece carries
+// data-o, its UTF-16 offset in the source, so a selection maps back to an
+// address; data-f on the container names the field.
+import type { ComponentChildren, VNode } from 'preact';
+import { useState } from 'preact/hooks';
+import type { Highlight } from '../lib/highlight';
+import { segments } from '../lib/highlight';
+import { foldPoint, parseBlocks, tokenizeCode, type Block, type Inline } from '../lib/markdown';
+
+export interface HlCtx {
+  ranges: Highlight[]; // range highlights on this field
+  current: string | null; // the id of the highlight stepped to
+}
+
+const kindOrder = ['target', 'search', 'analyzer', 'annotation'];
+
+/** piece renders src[s, e) split by highlights, with an optional class. */
+export function piece(src: string, s: number, e: number, ctx: HlCtx, cls?: string): VNode[] {
+  if (e <= s) return [];
+  const out: VNode[] = [];
+  for (const seg of segments(s, e, ctx.ranges)) {
+    const text = src.slice(seg.start, seg.end);
+    if (seg.marks.length === 0) {
+      out.push(
+        <span class={cls} data-o={seg.start}>
+          {text}
+        </span>,
+      );
+      continue;
+    }
+    const kinds = [...new Set(seg.marks.map((m) => m.kind))].sort((a, b) => kindOrder.indexOf(a) - kindOrder.indexOf(b));
+    const isCur = ctx.current !== null && seg.marks.some((m) => m.id === ctx.current);
+    out.push(
+      <mark
+        class={`hl ${kinds.map((k) => 'hl-' + k).join(' ')}${isCur ? ' hl-current' : ''}`}
+        title={seg.marks.map((m) => m.message).filter(Boolean).join('\n')}
+        data-hl={seg.marks.map((m) => m.id).join(' ')}
+      >
+        <span class={cls} data-o={seg.start}>
+          {text}
+        </span>
+      </mark>,
+    );
+  }
+  return out;
+}
+
+function inlines(src: string, xs: Inline[], ctx: HlCtx): ComponentChildren[] {
+  return xs.map((x) => {
+    switch (x.t) {
+      case 'text':
+        return piece(src, x.s, x.e, ctx);
+      case 'code':
+        return <code class="md-code">{piece(src, x.s, x.e, ctx)}</code>;
+      case 'strong':
+        return <strong>{inlines(src, x.c, ctx)}</strong>;
+      case 'em':
+        return <em>{inlines(src, x.c, ctx)}</em>;
+      case 'del':
+        return <del>{inlines(src, x.c, ctx)}</del>;
+      case 'link':
+        return (
+          <a href={x.href} target="_blank" rel="noopener noreferrer nofollow">
+            {inlines(src, x.c, ctx)}
+          </a>
+        );
+      case 'image':
+        if (x.src) return <img class="md-img" src={x.src} alt={altText(src, x.alt)} loading="lazy" />;
+        if (x.href)
+          return (
+            <a class="md-remote-img" href={x.href} target="_blank" rel="noopener noreferrer nofollow" title="remote image, not loaded">
+              🖼 {inlines(src, x.alt, ctx)}
+            </a>
+          );
+        return <span class="md-bad-img">🖼 {inlines(src, x.alt, ctx)}</span>;
+    }
+  });
+}
+
+function altText(src: string, xs: Inline[]): string {
+  return xs.map((x) => (x.t === 'text' || x.t === 'code' ? src.slice(x.s, x.e) : x.t === 'image' ? '' : altText(src, (x as any).c ?? []))).join('');
+}
+
+function lines(src: string, ls: Inline[][], ctx: HlCtx): ComponentChildren[] {
+  const out: ComponentChildren[] = [];
+  ls.forEach((l, i) => {
+    if (i > 0) out.push(<br />);
+    out.push(inlines(src, l, ctx));
+  });
+  return out;
+}
+
+export function CodeBlock(props: { src: string; s: number; e: number; lang: string; ctx: HlCtx }) {
+  const { src, s, e, lang, ctx } = props;
+  const toks = tokenizeCode(src, s, e, lang);
+  const out: VNode[] = [];
+  let at = s;
+  for (const t of toks) {
+    if (t.s > at) out.push(...piece(src, at, t.s, ctx));
+    out.push(...piece(src, t.s, t.e, ctx, t.cls));
+    at = t.e;
+  }
+  if (e > at) out.push(...piece(src, at, e, ctx));
+  return (
+    <pre class="md-pre" data-lang={lang || undefined}>
+      <code>{out}</code>
+    </pre>
+  );
+}
+
+function blocks(src: string, bs: Block[], ctx: HlCtx): ComponentChildren[] {
+  return bs.map((b) => {
+    switch (b.t) {
+      case 'p':
+        return <p>{lines(src, b.lines, ctx)}</p>;
+      case 'h': {
+        const H = `h${Math.min(6, b.level + 2)}` as 'h3';
+        return <H class="md-h">{inlines(src, b.c, ctx)}</H>;
+      }
+      case 'code':
+        return <CodeBlock src={src} s={b.s} e={b.e} lang={b.lang} ctx={ctx} />;
+      case 'quote':
+        return <blockquote>{lines(src, b.lines, ctx)}</blockquote>;
+      case 'list': {
+        const L = b.ordered ? 'ol' : 'ul';
+        return (
+          <L>
+            {b.items.map((it) => (
+              <li style={it.depth ? { marginLeft: `${it.depth * 1.2}em` } : undefined}>{lines(src, it.lines, ctx)}</li>
+            ))}
+          </L>
+        );
+      }
+      case 'hr':
+        return <hr />;
+    }
+  });
+}
+
+/** looksJSON tells content that is a JSON document, shown as code. */
+export function looksJSON(s: string): boolean {
+  const t = s.trim();
+  if (!((t.startsWith('{') && t.endsWith('}')) || (t.startsWith('[') && t.endsWith(']')))) return false;
+  if (t.length > 200000) return true;
+  try {
+    JSON.parse(t);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface RichProps {
+  src: string;
+  field: string;
+  ctx: HlCtx;
+  mode: 'markdown' | 'raw';
+  open?: boolean; // force unfolded (a highlight or target lies past the fold)
+}
+
+/** Rich shows one text field: markdown, JSON as code, or raw lines. */
+export function Rich(props: RichProps) {
+  const { src, field, ctx, mode } = props;
+  const [expanded, setExpanded] = useState(false);
+  const cut = foldPoint(src);
+  const needOpen =
+    props.open || (cut >= 0 && ctx.ranges.some((h) => (h.start ?? 0) >= cut && (h.id === ctx.current || h.kind === 'target')));
+  const end = cut >= 0 && !expanded && !needOpen ? cut : src.length;
+  let body: ComponentChildren;
+  if (mode === 'raw') body = <RawLines src={src} end={end} ctx={ctx} />;
+  else if (looksJSON(src)) body = <CodeBlock src={src} s={0} e={end} lang="json" ctx={ctx} />;
+  else body = blocks(src, parseBlocks(src, end), ctx);
+  return (
+    <div class={`rich rich-${mode}`} data-f={field}>
+      {body}
+      {cut >= 0 && !needOpen && (
+        <button class="fold" type="button" onClick={() => setExpanded(!expanded)}>
+          {expanded ? 'show less' : `show more (${(src.length - cut).toLocaleString()} more characters)`}
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** RawLines shows text as numbered lines; a click on a number selects it. */
+export function RawLines(props: { src: string; end: number; ctx: HlCtx }) {
+  const { src, end, ctx } = props;
+  const rows: VNode[] = [];
+  let s = 0;
+  let n = 0;
+  while (s <= end) {
+    let e = src.indexOf('\n', s);
+    if (e < 0 || e > end) e = end;
+    rows.push(
+      <div class="raw-line" data-line={n}>
+        <button type="button" class="ln" data-line={n} title={`comment on line ${n}`}>
+          {n}
+        </button>
+        <span class="raw-text">{piece(src, s, e, ctx)}</span>
+      </div>,
+    );
+    n++;
+    if (e >= end) break;
+    s = e + 1;
+  }
+  return <div class="raw">{rows}</div>;
+}

@@ -1,0 +1,502 @@
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { fieldText } from '../lib/highlight';
+import { tryParseAddress, unitsToCp } from '../lib/address';
+import { api } from '../lib/api';
+import { HighlightIndex, resolveHighlights, type Highlight, type HighlightInput } from '../lib/highlight';
+import { datasetPath, navigate } from '../lib/router';
+import { parseQuery, textHits } from '../lib/search';
+import { buildTree, initialState, reveal, type Expanded } from '../lib/tree';
+import type { Annotation, Me, Trace } from '../lib/types';
+import { copyText } from './common';
+import type { ListMemory } from './DatasetPage';
+import { EventCard } from './EventCard';
+import { SpanDetails, TimelineView, TreeView } from './TreeView';
+import { VirtualList, type VirtualHandle } from './VirtualList';
+
+type Tab = 'chat' | 'tree' | 'timeline';
+
+function listMemory(): ListMemory | null {
+  try {
+    return JSON.parse(sessionStorage.getItem('lookout.list') ?? 'null');
+  } catch {
+    return null;
+  }
+}
+
+function isTyping(t: EventTarget | null): boolean {
+  return t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement || (t instanceof HTMLElement && t.isContentEditable);
+}
+
+function rating(a: Annotation): number | undefined {
+  const r = (a.extra as any)?.rating;
+  return r === 1 || r === -1 ? r : undefined;
+}
+
+export function TracePage(props: { id: string; hash: string; search: string; me: Me | null }) {
+  const { id, hash } = props;
+  const [trace, setTrace] = useState<Trace | null>(null);
+  const [anns, setAnns] = useState<Annotation[]>([]);
+  const [err, setErr] = useState('');
+  const [tab, setTab] = useState<Tab>('chat');
+  const initialQ = new URLSearchParams(props.search).get('q') ?? '';
+  const [q, setQ] = useState(initialQ);
+  const [activeQ, setActiveQ] = useState(initialQ);
+  const [cur, setCur] = useState(-1);
+  const [focus, setFocus] = useState(-1);
+  const [raw, setRaw] = useState<ReadonlySet<number>>(new Set());
+  const [composer, setComposer] = useState<{ address: string; quote: string } | null>(null);
+  const [draft, setDraft] = useState('');
+  const [editing, setEditing] = useState<{ id: string; text: string } | null>(null);
+  const [selBtn, setSelBtn] = useState<{ x: number; y: number; address: string; quote: string } | null>(null);
+  const [selected, setSelected] = useState<string | null>(null);
+  const [treeState, setTreeState] = useState<Expanded>(new Set());
+  const [copied, setCopied] = useState('');
+  const list = useRef<VirtualHandle | null>(null);
+  const chatBox = useRef<HTMLDivElement>(null);
+  const searchBox = useRef<HTMLInputElement>(null);
+  const pendingHl = useRef<string | null>(null);
+  const mem = useMemo(listMemory, [id]);
+  const meName = props.me?.user?.name ?? null;
+
+  const loadAnns = () => api.annotations(id).then(setAnns, (e) => setErr(e.message));
+  useEffect(() => {
+    performance.mark('lookout:trace-fetch');
+    api.trace(id).then(
+      (t) => {
+        setTrace(t);
+        if (!(t.events ?? []).length && (t.spans ?? []).length) setTab('tree');
+      },
+      (e) => setErr(e.message),
+    );
+    loadAnns();
+  }, [id]);
+
+  const tree = useMemo(() => buildTree(trace?.spans ?? []), [trace]);
+  useEffect(() => setTreeState(initialState(tree, 2)), [tree]);
+
+  const { callIndex, outputIndex, notesByEvent } = useMemo(() => {
+    const callIndex = new Map<string, { event: number; call: number }>();
+    const outputIndex = new Map<string, number>();
+    (trace?.events ?? []).forEach((e, i) => {
+      (e.tool_calls ?? []).forEach((c, k) => c?.id && !callIndex.has(c.id) && callIndex.set(c.id, { event: i, call: k }));
+      if (e.tool_call_id && !outputIndex.has(e.tool_call_id)) outputIndex.set(e.tool_call_id, i);
+    });
+    const notesByEvent = new Map<number, Annotation[]>();
+    for (const a of anns) {
+      const ad = tryParseAddress(a.address);
+      if (!ad || ad.root !== 'messages') continue;
+      let l = notesByEvent.get(ad.event);
+      if (!l) notesByEvent.set(ad.event, (l = []));
+      l.push(a);
+    }
+    return { callIndex, outputIndex, notesByEvent };
+  }, [trace, anns]);
+
+  const hl = useMemo(() => {
+    if (!trace) return new HighlightIndex([]);
+    const inputs: HighlightInput[] = [];
+    for (const a of anns) {
+      if (rating(a) !== undefined && !a.content) continue;
+      inputs.push({ id: a.id, kind: a.source === 'analyzer' ? 'analyzer' : 'annotation', address: a.address, message: `${a.source === 'analyzer' ? 'violation' : a.author ?? a.source}: ${a.content}` });
+    }
+    inputs.push(...textHits(trace, parseQuery(activeQ).words));
+    if (hash && tryParseAddress(hash)) inputs.push({ id: 'target', kind: 'target', address: hash, message: `linked: ${hash}` });
+    return new HighlightIndex(resolveHighlights(trace, inputs));
+  }, [trace, anns, activeQ, hash]);
+  const steps = useMemo(() => hl.all.filter((h) => h.kind !== 'target'), [hl]);
+  const current = cur >= 0 && cur < steps.length ? steps[cur].id : null;
+
+  const goToHighlight = (h: Highlight) => {
+    if (h.event >= 0) {
+      setTab('chat');
+      setFocus(h.event);
+      pendingHl.current = h.id;
+      list.current?.scrollTo(h.event, 'start');
+    } else {
+      setTab('tree');
+      setSelected(h.span);
+      setTreeState((s) => reveal(tree, s, h.span));
+      pendingHl.current = h.id;
+    }
+  };
+  // After a jump, bring the exact mark into view once it is rendered.
+  useEffect(() => {
+    const want = pendingHl.current;
+    if (!want) return;
+    let tries = 0;
+    const tick = () => {
+      const el = document.querySelector(`[data-hl~="${CSS.escape(want)}"]`);
+      if (el) {
+        el.scrollIntoView({ block: 'center' });
+        pendingHl.current = null;
+      } else if (tries++ < 30) requestAnimationFrame(tick);
+      else pendingHl.current = null;
+    };
+    requestAnimationFrame(tick);
+  });
+
+  // Search hits: land on the first one.
+  useEffect(() => {
+    if (!trace || !activeQ) return;
+    const first = steps.findIndex((h) => h.kind === 'search');
+    if (first >= 0) {
+      setCur(first);
+      goToHighlight(steps[first]);
+    }
+  }, [trace, activeQ]);
+
+  // The URL's address: scroll to it and mark it.
+  useEffect(() => {
+    if (!trace || !hash) return;
+    const a = tryParseAddress(hash);
+    if (!a) return;
+    const t = hl.all.find((h) => h.id === 'target');
+    if (a.root === 'messages') {
+      setTab('chat');
+      setFocus(a.event);
+      if (t && t.start !== undefined) pendingHl.current = 'target';
+      list.current?.scrollTo(a.event, 'start');
+    } else {
+      setTab('tree');
+      setSelected(a.span);
+      setTreeState((s) => reveal(tree, s, a.span));
+    }
+  }, [trace, hash]);
+
+  // Paint marks for the benchmark (web/bench): the first event on screen,
+  // then everything loaded and idle.
+  useLayoutEffect(() => {
+    if (!trace) return;
+    requestAnimationFrame(() => {
+      if (!performance.getEntriesByName('lookout:first-event').length && document.querySelector('.card')) performance.mark('lookout:first-event');
+      setTimeout(() => {
+        if (!performance.getEntriesByName('lookout:interactive').length) {
+          performance.mark('lookout:interactive');
+          document.documentElement.dataset.ready = '1';
+        }
+      }, 0);
+    });
+  }, [trace]);
+
+  const step = (d: number) => {
+    if (!steps.length) return;
+    const n = cur < 0 ? (d > 0 ? 0 : steps.length - 1) : (cur + d + steps.length) % steps.length;
+    setCur(n);
+    goToHighlight(steps[n]);
+  };
+  const moveEvent = (d: number) => {
+    if (!trace?.events.length) return;
+    const from = focus >= 0 ? focus : (list.current?.first() ?? 0) - (d > 0 ? 1 : 0);
+    const n = Math.max(0, Math.min(trace.events.length - 1, from + d));
+    setFocus(n);
+    setTab('chat');
+    list.current?.scrollTo(n, 'start');
+  };
+  const otherTrace = (d: number) => {
+    if (!mem) return;
+    const k = mem.ids.indexOf(id);
+    const n = mem.ids[k + d];
+    if (k >= 0 && n) navigate(`/traces/${encodeURIComponent(n)}${mem.q ? '?q=' + encodeURIComponent(mem.q) : ''}`);
+  };
+
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.ctrlKey || e.metaKey || e.altKey || isTyping(e.target)) {
+        if (e.key === 'Escape' && e.target instanceof HTMLElement) e.target.blur();
+        return;
+      }
+      switch (e.key) {
+        case 'j':
+          moveEvent(1);
+          break;
+        case 'k':
+          moveEvent(-1);
+          break;
+        case 'n':
+          step(1);
+          break;
+        case 'p':
+          step(-1);
+          break;
+        case '/':
+          searchBox.current?.focus();
+          break;
+        case '[':
+          otherTrace(-1);
+          break;
+        case ']':
+          otherTrace(1);
+          break;
+        default:
+          return;
+      }
+      e.preventDefault();
+    };
+    addEventListener('keydown', onKey);
+    return () => removeEventListener('keydown', onKey);
+  });
+
+  // A text selection inside one field offers a comment on that range.
+  const onMouseUp = () => {
+    const s = getSelection();
+    if (!s || s.isCollapsed || !s.anchorNode || !s.focusNode || !trace) return setSelBtn(null);
+    const spanOf = (n: Node) => (n.nodeType === 3 ? n.parentElement : (n as Element))?.closest<HTMLElement>('[data-o]');
+    const a = spanOf(s.anchorNode);
+    const b = spanOf(s.focusNode);
+    const fa = a?.closest<HTMLElement>('[data-f]');
+    const fb = b?.closest<HTMLElement>('[data-f]');
+    if (!a || !b || !fa || fa !== fb) return setSelBtn(null);
+    const ua = Number(a.dataset.o) + (s.anchorNode.nodeType === 3 ? s.anchorOffset : 0);
+    const ub = Number(b.dataset.o) + (s.focusNode.nodeType === 3 ? s.focusOffset : 0);
+    const [u0, u1] = ua <= ub ? [ua, ub] : [ub, ua];
+    const f = fa.dataset.f!;
+    const addr = tryParseAddress(f);
+    const text = addr ? fieldText(trace, addr) : undefined;
+    if (text === undefined || u1 <= u0) return setSelBtn(null);
+    const r = s.getRangeAt(0).getBoundingClientRect();
+    setSelBtn({ x: r.left + r.width / 2, y: r.bottom + 6, address: `${f}:${unitsToCp(text, u0)}-${unitsToCp(text, u1)}`, quote: text.slice(u0, u1) });
+  };
+  // A click on a line number (raw view) comments on that line.
+  const onClick = (e: MouseEvent) => {
+    const ln = (e.target as Element).closest?.<HTMLElement>('button.ln');
+    if (!ln || !trace) return;
+    const f = ln.closest<HTMLElement>('[data-f]')?.dataset.f;
+    if (!f) return;
+    const n = Number(ln.dataset.line);
+    const addr = tryParseAddress(f);
+    const text = addr ? (fieldText(trace, addr) ?? '') : '';
+    openComposer(`${f}:L${n}`, text.split('\n')[n] ?? '');
+  };
+  const openComposer = (address: string, quote = '') => {
+    setComposer({ address, quote });
+    setDraft('');
+    setSelBtn(null);
+    setTimeout(() => document.querySelector<HTMLTextAreaElement>('.composer textarea')?.focus(), 0);
+  };
+  const saveComment = async () => {
+    if (!composer) return;
+    try {
+      await api.createAnnotation(id, { address: composer.address, content: draft });
+      setComposer(null);
+      setDraft('');
+      loadAnns();
+    } catch (e) {
+      setErr((e as Error).message);
+    }
+  };
+  const rate = async (i: number, r: 1 | -1) => {
+    const mine = anns.find((a) => a.address === `messages.${i}` && rating(a) !== undefined && a.author === meName);
+    try {
+      if (mine && rating(mine) === r) await api.deleteAnnotation(id, mine.id);
+      else if (mine) await api.updateAnnotation(id, mine.id, { extra: { rating: r } });
+      else await api.createAnnotation(id, { address: `messages.${i}`, content: '', extra: { rating: r } });
+      loadAnns();
+    } catch (e) {
+      setErr((e as Error).message);
+    }
+  };
+
+  if (err && !trace) return <p class="error">{err}</p>;
+  if (!trace) return <p class="muted">Loading trace…</p>;
+  const events = trace.events ?? [];
+  const hasTree = (trace.spans ?? []).length > 0;
+  const selSpan = selected ? tree.byId.get(selected)?.span : undefined;
+  const sortedAnns = anns
+    .map((a) => ({ a, ad: tryParseAddress(a.address) }))
+    .sort((x, y) => (x.ad?.event ?? 1e9) - (y.ad?.event ?? 1e9) || x.a.created_at.localeCompare(y.a.created_at));
+  const link = `${location.origin}/traces/${encodeURIComponent(id)}${hash ? '#' + hash : ''}`;
+  const treeProps = { tree, state: treeState, setState: setTreeState, selected, onSelect: setSelected };
+  return (
+    <div class="trace">
+      <div class="trace-head">
+        <h2>
+          {mem && mem.ids.includes(id) ? (
+            <a href={datasetPath(mem.owner, mem.name) + (mem.q ? '?q=' + encodeURIComponent(mem.q) : '')}>{mem.name}</a>
+          ) : (
+            <a href="/">datasets</a>
+          )}{' '}
+          / trace {trace.index ?? ''} {trace.name ? `· ${trace.name}` : ''}
+        </h2>
+        <span class="muted">
+          {events.length.toLocaleString()} events{hasTree ? ` · ${tree.byId.size} spans` : ''} · {anns.length} annotations
+        </span>
+        <span class="spacer" />
+        <div class="tabs" role="tablist">
+          {(['chat', 'tree', 'timeline'] as Tab[]).map((t) => (
+            <button type="button" role="tab" aria-selected={tab === t} class={`tab tab-${t} ${tab === t ? 'on' : ''}`} disabled={t !== 'chat' && !hasTree} onClick={() => setTab(t)}>
+              {t === 'chat' ? 'Chat' : t === 'tree' ? 'Tree' : 'Timeline'}
+            </button>
+          ))}
+        </div>
+        <button type="button" class="small share" onClick={() => copyText(link).then((ok) => setCopied(ok ? 'link copied' : link))}>
+          Copy link
+        </button>
+        {copied && <span class="muted copied">{copied}</span>}
+      </div>
+      <div class="trace-bar">
+        <form
+          class="searchbar"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setActiveQ(q.trim());
+            setCur(-1);
+          }}
+        >
+          <input ref={searchBox} class="search-input" type="search" placeholder="Find in trace (press /)" value={q} onInput={(e) => setQ(e.currentTarget.value)} aria-label="find in trace" />
+          <button type="submit">Find</button>
+        </form>
+        <div class="stepper">
+          <button type="button" class="small" onClick={() => step(-1)} title="previous highlight (p)">
+            ◀
+          </button>
+          <span class="hl-count">{steps.length ? `${cur >= 0 ? cur + 1 : '–'} / ${steps.length}` : 'no highlights'}</span>
+          <button type="button" class="small" onClick={() => step(1)} title="next highlight (n)">
+            ▶
+          </button>
+        </div>
+        <span class="muted small keys">j/k events · n/p highlights · / find · [ ] traces</span>
+      </div>
+      {err && <p class="error">{err}</p>}
+      <div class="trace-body">
+        <div class="trace-main" ref={chatBox} onMouseUp={onMouseUp} onClick={onClick}>
+          {tab === 'chat' &&
+            (events.length ? (
+              <VirtualList
+                class="chat"
+                count={events.length}
+                estimate={160}
+                overscan={1200}
+                handle={(h) => (list.current = h)}
+                render={(i) => (
+                  <EventCard
+                    i={i}
+                    e={events[i]}
+                    hl={hl}
+                    current={current}
+                    focused={focus === i}
+                    raw={raw.has(i)}
+                    callIndex={callIndex}
+                    outputIndex={outputIndex}
+                    notes={notesByEvent.get(i) ?? []}
+                    me={meName}
+                    onJump={(n) => {
+                      setFocus(n);
+                      list.current?.scrollTo(n, 'start');
+                    }}
+                    onToggleRaw={(k) => {
+                      const s = new Set(raw);
+                      if (s.has(k)) s.delete(k);
+                      else s.add(k);
+                      setRaw(s);
+                    }}
+                    onComment={(a) => openComposer(a)}
+                    onRate={rate}
+                  />
+                )}
+              />
+            ) : (
+              <p class="empty">This trace has no events.</p>
+            ))}
+          {tab === 'tree' && hasTree && <TreeView {...treeProps} />}
+          {tab === 'timeline' && hasTree && <TimelineView {...treeProps} />}
+        </div>
+        <aside class="trace-side">
+          {tab !== 'chat' && selSpan && (
+            <SpanDetails
+              span={selSpan}
+              hl={hl}
+              current={current}
+              eventCount={events.filter((e) => e.span_id === selSpan.id).length}
+              onEvents={() => {
+                const n = events.findIndex((e) => e.span_id === selSpan.id);
+                if (n >= 0) {
+                  setTab('chat');
+                  setFocus(n);
+                  setTimeout(() => list.current?.scrollTo(n, 'start'), 0);
+                }
+              }}
+            />
+          )}
+          {tab !== 'chat' && !selSpan && <p class="muted">Click a span to see its inputs, outputs, value and attributes.</p>}
+          {composer && (
+            <div class="composer panel">
+              <h4>
+                Comment on <code class="composer-addr">{composer.address}</code>
+              </h4>
+              {composer.quote && <blockquote class="quote">{composer.quote.slice(0, 300)}</blockquote>}
+              <textarea value={draft} onInput={(e) => setDraft(e.currentTarget.value)} rows={3} placeholder="Your comment" aria-label="comment" />
+              <div class="row">
+                <button type="button" class="primary save-comment" onClick={saveComment}>
+                  Save
+                </button>
+                <button type="button" onClick={() => setComposer(null)}>
+                  Cancel
+                </button>
+              </div>
+            </div>
+          )}
+          <div class="annotations">
+            <h4>Annotations ({anns.length})</h4>
+            {sortedAnns.length === 0 && <p class="muted small">Select text, click a line number in the Lines view, or use Comment on an event.</p>}
+            {sortedAnns.map(({ a }) => {
+              const own = !!meName && a.author === meName && a.source !== 'analyzer';
+              const r = rating(a);
+              return (
+                <div class={`ann ann-${a.source === 'analyzer' ? 'analyzer' : 'user'}`} data-ann={a.id}>
+                  <div class="ann-head">
+                    <a href={`#${a.address}`} class="ann-addr">
+                      {a.address}
+                    </a>
+                    <span class="badge">{a.source}</span>
+                    {a.author && <span class="muted small">{a.author}</span>}
+                    {r !== undefined && <span class="rating">{r > 0 ? '▲ thumbs up' : '▼ thumbs down'}</span>}
+                  </div>
+                  {editing?.id === a.id ? (
+                    <div>
+                      <textarea value={editing.text} onInput={(e) => setEditing({ id: a.id, text: e.currentTarget.value })} rows={3} aria-label="edit comment" />
+                      <div class="row">
+                        <button
+                          type="button"
+                          class="small primary"
+                          onClick={() => api.updateAnnotation(id, a.id, { content: editing.text }).then(() => (setEditing(null), loadAnns()), (e) => setErr(e.message))}
+                        >
+                          Save
+                        </button>
+                        <button type="button" class="small" onClick={() => setEditing(null)}>
+                          Cancel
+                        </button>
+                      </div>
+                    </div>
+                  ) : (
+                    a.content && <div class="ann-content">{a.content}</div>
+                  )}
+                  {own && editing?.id !== a.id && (
+                    <div class="row">
+                      <button type="button" class="link small edit" onClick={() => setEditing({ id: a.id, text: a.content })}>
+                        edit
+                      </button>
+                      <button type="button" class="link small delete" onClick={() => api.deleteAnnotation(id, a.id).then(loadAnns, (e) => setErr(e.message))}>
+                        delete
+                      </button>
+                    </div>
+                  )}
+                </div>
+              );
+            })}
+          </div>
+        </aside>
+      </div>
+      {selBtn && (
+        <button
+          type="button"
+          class="sel-comment primary"
+          style={{ left: `${selBtn.x}px`, top: `${selBtn.y}px` }}
+          onMouseDown={(e) => e.preventDefault()}
+          onClick={() => openComposer(selBtn.address, selBtn.quote)}
+        >
+          Comment on selection
+        </button>
+      )}
+    </div>
+  );
+}

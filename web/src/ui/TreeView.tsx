@@ -1,0 +1,211 @@
+import { useMemo } from 'preact/hooks';
+import type { HighlightIndex } from '../lib/highlight';
+import { collapseAll, collapseBranch, expandAll, expandBranch, fmtDuration, spanTimes, spanTokens, toggle, visible, type Expanded, type Node, type Tree } from '../lib/tree';
+import type { Span } from '../lib/types';
+import { CodeBlock, Rich } from './Rich';
+import { VirtualList } from './VirtualList';
+
+const ROW = 30;
+
+function statusClass(s?: string): string {
+  if (!s) return '';
+  const u = s.toUpperCase();
+  if (u === 'OK' || u === 'STATUS_CODE_OK' || u === 'SUCCESS') return 'st-ok';
+  if (u.includes('ERR') || u.includes('FAIL')) return 'st-err';
+  return 'st-other';
+}
+
+export interface TreeProps {
+  tree: Tree;
+  state: Expanded;
+  setState: (s: Expanded) => void;
+  selected: string | null;
+  onSelect: (id: string) => void;
+}
+
+function Toolbar(props: TreeProps) {
+  const { tree, state, setState, selected } = props;
+  return (
+    <div class="tree-toolbar row">
+      <button type="button" class="small" onClick={() => setState(expandAll(tree))}>
+        Expand all
+      </button>
+      <button type="button" class="small" onClick={() => setState(collapseAll())}>
+        Collapse all
+      </button>
+      <button type="button" class="small" disabled={!selected} onClick={() => selected && setState(expandBranch(tree, state, selected))}>
+        Expand branch
+      </button>
+      <button type="button" class="small" disabled={!selected} onClick={() => selected && setState(collapseBranch(tree, state, selected))}>
+        Collapse branch
+      </button>
+      <span class="muted">{tree.byId.size} spans</span>
+    </div>
+  );
+}
+
+export function TreeView(props: TreeProps) {
+  const { tree, state, setState, selected, onSelect } = props;
+  const rows = useMemo(() => visible(tree, state), [tree, state]);
+  const render = (i: number) => {
+    const n = rows[i];
+    const s = n.span;
+    const t = spanTimes(s);
+    const tok = spanTokens(s);
+    const par = n.parent?.span.execution === 'parallel';
+    return (
+      <div
+        class={`tree-row ${selected === s.id ? 'selected' : ''}`}
+        data-span={s.id}
+        style={{ paddingLeft: `${n.depth * 18 + 4}px` }}
+        onClick={() => onSelect(s.id)}
+        onDblClick={() => setState(toggle(state, s.id))}
+      >
+        <button
+          type="button"
+          class={`caret ${n.children.length ? '' : 'leaf'}`}
+          aria-label={state.has(s.id) ? 'collapse' : 'expand'}
+          aria-expanded={n.children.length ? state.has(s.id) : undefined}
+          onClick={(e) => {
+            e.stopPropagation();
+            if (n.children.length) setState(toggle(state, s.id));
+          }}
+        >
+          {n.children.length ? (state.has(s.id) ? '▾' : '▸') : '·'}
+        </button>
+        {par && (
+          <span class="par" title="runs in parallel with its siblings">
+            ∥
+          </span>
+        )}
+        {s.kind && <span class={`badge kind kind-${s.kind.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`}>{s.kind}</span>}
+        <span class="tree-name ell">{s.name ?? s.id}</span>
+        {n.children.length > 0 && <span class="muted small">{n.children.length}</span>}
+        <span class="spacer" />
+        {tok !== null && <span class="tok" title="tokens">{tok} tok</span>}
+        {t && <span class="lat">{fmtDuration(t[1] - t[0])}</span>}
+        {s.status && <span class={`status ${statusClass(s.status)}`}>{s.status}</span>}
+      </div>
+    );
+  };
+  return (
+    <div class="tree">
+      <Toolbar {...props} />
+      <VirtualList class="tree-list" count={rows.length} estimate={ROW} fixed render={render} />
+    </div>
+  );
+}
+
+export function TimelineView(props: TreeProps) {
+  const { tree, state, selected, onSelect } = props;
+  const rows = useMemo(() => visible(tree, state), [tree, state]);
+  const [t0, t1] = useMemo(() => {
+    let a = Infinity;
+    let b = -Infinity;
+    for (const n of tree.byId.values()) {
+      const t = spanTimes(n.span);
+      if (t) {
+        a = Math.min(a, t[0]);
+        b = Math.max(b, t[1]);
+      }
+    }
+    return [a, b];
+  }, [tree]);
+  if (!Number.isFinite(t0)) return <p class="empty timeline-empty">These spans have no start and end times, so there is no timeline. The tree shows their structure.</p>;
+  const span = Math.max(t1 - t0, 0.001);
+  const ticks = Array.from({ length: 6 }, (_, i) => i / 5);
+  const render = (i: number) => {
+    const n: Node = rows[i];
+    const t = spanTimes(n.span);
+    const left = t ? ((t[0] - t0) / span) * 100 : 0;
+    const width = t ? Math.max(((t[1] - t[0]) / span) * 100, 0.3) : 0;
+    return (
+      <div class={`tl-row ${selected === n.span.id ? 'selected' : ''}`} data-span={n.span.id} onClick={() => onSelect(n.span.id)}>
+        <span class="tl-label ell" style={{ paddingLeft: `${n.depth * 12}px` }} title={n.span.name}>
+          {n.span.name ?? n.span.id}
+        </span>
+        <span class="tl-track">
+          {t && (
+            <span
+              class={`tl-bar ${statusClass(n.span.status)}`}
+              style={{ left: `${left}%`, width: `${width}%` }}
+              title={`${n.span.name}: ${fmtDuration(t[1] - t[0])} from +${fmtDuration(t[0] - t0)}`}
+            />
+          )}
+          {t && (
+            <span class="tl-dur" style={{ left: `min(${left + width}%, calc(100% - 70px))` }}>
+              {fmtDuration(t[1] - t[0])}
+            </span>
+          )}
+        </span>
+      </div>
+    );
+  };
+  return (
+    <div class="timeline">
+      <Toolbar {...props} />
+      <div class="tl-axis">
+        <span class="tl-label" />
+        <span class="tl-track">
+          {ticks.map((f) => (
+            <span class="tl-tick" style={{ left: `${f * 100}%` }}>
+              {fmtDuration(f * span)}
+            </span>
+          ))}
+        </span>
+      </div>
+      <VirtualList class="tl-list" count={rows.length} estimate={28} fixed render={render} />
+    </div>
+  );
+}
+
+function json(v: unknown): string {
+  return JSON.stringify(v, null, 2) ?? '';
+}
+
+/** SpanDetails shows a span's fields; string values carry highlights. */
+export function SpanDetails(props: { span: Span; hl: HighlightIndex; current: string | null; onEvents?: () => void; eventCount: number }) {
+  const s = props.span;
+  const t = spanTimes(s);
+  const field = (name: string, v: unknown) => {
+    if (v === undefined || v === null || (typeof v === 'object' && Object.keys(v as object).length === 0)) return null;
+    const ranges = props.hl.span(s.id).filter((h) => h.field === name && h.start !== undefined);
+    return (
+      <div class="span-field">
+        <h4>{name}</h4>
+        {typeof v === 'string' ? (
+          <Rich src={v} field={`spans.${s.id}.${name}`} ctx={{ ranges, current: props.current }} mode="markdown" />
+        ) : (
+          <CodeBlock src={json(v)} s={0} e={json(v).length} lang="json" ctx={{ ranges: [], current: null }} />
+        )}
+      </div>
+    );
+  };
+  return (
+    <div class="span-details" data-span-details={s.id}>
+      <h3>
+        {s.kind && <span class="badge kind">{s.kind}</span>} {s.name ?? s.id}
+      </h3>
+      <div class="kvs">
+        <span class="kv">
+          id: <code>{s.id}</code>
+        </span>
+        {s.status && <span class="kv">status: {s.status}</span>}
+        {s.status_message && <span class="kv">{s.status_message}</span>}
+        {t && <span class="kv">latency: {fmtDuration(t[1] - t[0])}</span>}
+        {s.start_time && <span class="kv">start: {s.start_time}</span>}
+        {s.execution && <span class="kv">children: {s.execution}</span>}
+        {props.eventCount > 0 && (
+          <button type="button" class="link" onClick={props.onEvents}>
+            {props.eventCount} events from this span
+          </button>
+        )}
+      </div>
+      {field('value', s.value)}
+      {field('inputs', s.inputs)}
+      {field('outputs', s.outputs)}
+      {field('attributes', s.attributes)}
+      {field('metadata', s.metadata)}
+    </div>
+  );
+}

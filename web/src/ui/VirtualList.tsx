@@ -1,0 +1,160 @@
+// A virtual list of rows of varying height: only the rows in view (plus a
+// margin) are in the DOM; heights are measured as rows render and
+// estimated before. scrollTo(i) brings row i to the top.
+import type { ComponentChildren } from 'preact';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+
+export interface VirtualHandle {
+  scrollTo(i: number, align?: 'start' | 'center'): void;
+  first(): number; // the first row in view
+}
+
+export interface VirtualListProps {
+  count: number;
+  estimate: number; // estimated row height in px
+  render: (i: number) => ComponentChildren;
+  fixed?: boolean; // every row is exactly `estimate` high
+  overscan?: number; // px above and below the view
+  class?: string;
+  handle?: (h: VirtualHandle) => void;
+  onRange?: (first: number, last: number) => void;
+}
+
+export function VirtualList(props: VirtualListProps) {
+  const { count, estimate, fixed } = props;
+  const overscan = props.overscan ?? 800;
+  const box = useRef<HTMLDivElement>(null);
+  const heights = useRef<Float64Array>(new Float64Array(0));
+  const [version, setVersion] = useState(0);
+  const [view, setView] = useState({ top: 0, height: 800 });
+  const pending = useRef<{ i: number; align: 'start' | 'center'; tries: number } | null>(null);
+
+  if (heights.current.length !== count) {
+    const h = new Float64Array(count);
+    h.fill(estimate);
+    h.set(heights.current.subarray(0, Math.min(count, heights.current.length)));
+    heights.current = h;
+  }
+  // Prefix sums of heights: offsets[i] is the top of row i.
+  const offsets = useMemo(() => {
+    const o = new Float64Array(count + 1);
+    const h = heights.current;
+    for (let i = 0; i < count; i++) o[i + 1] = o[i] + h[i];
+    return o;
+  }, [count, version]);
+
+  const find = (y: number) => {
+    if (fixed) return Math.max(0, Math.min(count - 1, Math.floor(y / estimate)));
+    let lo = 0;
+    let hi = count - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (offsets[mid] <= y) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  };
+  const first = count ? find(Math.max(0, view.top - overscan)) : 0;
+  const last = count ? find(view.top + view.height + overscan) : -1;
+
+  useEffect(() => {
+    const el = box.current!;
+    let raf = 0;
+    const onScroll = () => {
+      if (raf) return;
+      raf = requestAnimationFrame(() => {
+        raf = 0;
+        setView({ top: el.scrollTop, height: el.clientHeight });
+      });
+    };
+    onScroll();
+    el.addEventListener('scroll', onScroll, { passive: true });
+    const ro = new ResizeObserver(onScroll);
+    ro.observe(el);
+    return () => {
+      el.removeEventListener('scroll', onScroll);
+      ro.disconnect();
+      cancelAnimationFrame(raf);
+    };
+  }, []);
+
+  // Measure rendered rows; a changed height re-lays the list out and keeps
+  // the first visible row where it was on screen.
+  const ro = useRef<ResizeObserver | null>(null);
+  useLayoutEffect(() => {
+    if (fixed) return;
+    const el = box.current!;
+    const measure = () => {
+      let changed = false;
+      let shift = 0;
+      const top = el.scrollTop;
+      for (const c of Array.from(el.querySelectorAll<HTMLElement>(':scope > .vl-inner > .vl-row'))) {
+        const i = Number(c.dataset.i);
+        const h = c.offsetHeight;
+        if (h > 0 && Math.abs(heights.current[i] - h) > 0.5) {
+          if (offsets[i] + heights.current[i] <= top) shift += h - heights.current[i];
+          heights.current[i] = h;
+          changed = true;
+        }
+      }
+      if (changed) {
+        if (shift && !pending.current) el.scrollTop = top + shift;
+        setVersion((v) => v + 1);
+      }
+    };
+    measure();
+    if (!ro.current) ro.current = new ResizeObserver(() => measure());
+    const obs = ro.current;
+    obs.disconnect();
+    el.querySelectorAll(':scope > .vl-inner > .vl-row').forEach((c) => obs.observe(c));
+    return () => obs.disconnect();
+  });
+
+  // A pending scrollTo is repeated until the row's measured place is stable.
+  useLayoutEffect(() => {
+    const p = pending.current;
+    const el = box.current;
+    if (!p || !el) return;
+    const target = p.align === 'center' ? offsets[p.i] - el.clientHeight / 2 + heights.current[p.i] / 2 : offsets[p.i];
+    const y = Math.max(0, Math.round(target));
+    if (Math.abs(el.scrollTop - y) > 1 && p.tries < 8) {
+      el.scrollTop = y;
+      p.tries++;
+      setView({ top: el.scrollTop, height: el.clientHeight });
+    } else pending.current = null;
+  });
+
+  useEffect(() => {
+    props.handle?.({
+      scrollTo(i, align = 'start') {
+        if (i < 0 || i >= count) return;
+        pending.current = { i, align, tries: 0 };
+        setVersion((v) => v + 1);
+      },
+      first() {
+        const el = box.current;
+        return el ? find(el.scrollTop + 1) : 0;
+      },
+    });
+  });
+
+  useEffect(() => {
+    if (count) props.onRange?.(first, last);
+  }, [first, last, count]);
+
+  const rows: ComponentChildren[] = [];
+  for (let i = first; i <= last; i++) {
+    rows.push(
+      <div class="vl-row" data-i={i} key={i} style={{ top: `${offsets[i]}px`, ...(fixed ? { height: `${estimate}px` } : {}) }}>
+        {props.render(i)}
+      </div>,
+    );
+  }
+  return (
+    <div class={`vl ${props.class ?? ''}`} ref={box} tabIndex={-1}>
+      <div class="vl-inner" style={{ height: `${offsets[count]}px` }}>
+        {rows}
+      </div>
+    </div>
+  );
+}
