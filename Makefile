@@ -52,3 +52,29 @@ bench:
 
 clean:
 	rm -f lookout
+
+# The explorer UI (web/, Vite + Preact + TypeScript). `make web` installs the
+# locked packages and builds web/dist, which is committed and embedded in the
+# binary; web-check fails when the committed build is stale; web-test runs the
+# Vitest unit tests and the end-to-end tests in headless Chromium against a
+# real `lookout serve`; bench-web measures paint times (web/bench).
+NPM ?= npm
+
+.PHONY: web web-test web-check bench-web
+
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json
+	cd web && $(NPM) ci --no-audit --no-fund
+
+web: web/node_modules/.package-lock.json
+	cd web && $(NPM) run build
+
+web-test: web/node_modules/.package-lock.json
+	cd web && $(NPM) test
+	cd web && $(NPM) run e2e
+
+web-check: web
+	@git diff --exit-code --stat -- web/dist && test -z "$$(git status --porcelain -- web/dist)" || \
+		{ echo "web/dist is stale: run make web and commit web/dist"; git status --short -- web/dist; exit 1; }
+
+bench-web: web/node_modules/.package-lock.json
+	cd web && node bench/paint.mjs

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -320,4 +322,45 @@ func TestServeMaxBody(t *testing.T) {
 		t.Fatalf("a push over --max-body 2KiB: %v", err)
 	}
 	srv.kill(t)
+}
+
+// TestUserCreatePrompt runs `lookout user create` on a terminal (a
+// pseudo-terminal made by script(1), from util-linux): the password is asked
+// for twice, and the user can then log in with it; different answers create
+// no user.
+func TestUserCreatePrompt(t *testing.T) {
+	scriptPath, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatalf("this test needs script(1) (Debian: bsdutils, which is essential): %v", err)
+	}
+	db := filepath.Join(t.TempDir(), "lookout.db")
+	onTerminal := func(input, name string) (int, string) {
+		t.Helper()
+		cmd := exec.Command(scriptPath, "-qec", fmt.Sprintf("'%s' user create --db '%s' %s", os.Args[0], db, name), "/dev/null")
+		cmd.Env = append(os.Environ(), "LOOKOUT_TEST_MAIN=1")
+		cmd.Stdin = strings.NewReader(input)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	code, out := onTerminal("typed secret\ntyped secret\n", "alice")
+	if code != 0 || !strings.Contains(out, "Password for alice: ") || !strings.Contains(out, "Repeat the password: ") || !strings.Contains(out, "created user alice") {
+		t.Fatalf("user create on a terminal: exit %d:\n%s", code, out)
+	}
+	code, out = onTerminal("one\ntwo\n", "bob")
+	if code != 2 || !strings.Contains(out, "the passwords differ") {
+		t.Fatalf("different passwords: exit %d:\n%s", code, out)
+	}
+	url := startServer(t, db)
+	ctx := context.Background()
+	c, _ := client.New(url)
+	if _, err := c.Login(ctx, "alice", "typed secret"); err != nil {
+		t.Fatalf("login with the password typed at the prompt: %v", err)
+	}
+	if _, err := c.Login(ctx, "bob", "one"); err == nil {
+		t.Fatal("bob was created although the passwords differed")
+	}
 }

@@ -109,6 +109,9 @@ func (s *Server) routes() {
 	s.handle("PUT /api/v1/traces/{id}/annotations/{aid}", s.updateAnnotation)
 	s.handle("DELETE /api/v1/traces/{id}/annotations/{aid}", s.deleteAnnotation)
 
+	// The explorer UI, embedded from web/dist (ui.go).
+	s.uiRoutes()
+
 	// Guardrail policies (policy.go).
 	s.handle("POST /api/v1/policy/check", s.checkPolicy)
 	s.handle("GET /api/v1/datasets/{id}/policies", s.listPolicies)
