@@ -1,0 +1,132 @@
+package server
+
+import (
+	"io"
+	"io/fs"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/lookout-dev/lookout/web"
+)
+
+// The UI routes need no store: a server without one serves them.
+func uiServer() *Server { return New(Config{}) }
+
+func get(t *testing.T, s *Server, method, path string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, path, nil)
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestUIPages: the client-side routes answer index.html under the strict
+// CSP; index.html has no inline script or style, so the CSP does not break it.
+func TestUIPages(t *testing.T) {
+	s := uiServer()
+	index, err := fs.ReadFile(web.Dist(), "index.html")
+	if err != nil {
+		t.Fatalf("web/dist/index.html: %v (run make web)", err)
+	}
+	for _, path := range []string{"/", "/datasets/alice/airline", "/traces/3f1c", "/traces/a%2Fb"} {
+		rec := get(t, s, "GET", path)
+		if rec.Code != 200 || rec.Body.String() != string(index) {
+			t.Fatalf("GET %s: %d %.200s", path, rec.Code, rec.Body)
+		}
+		h := rec.Header()
+		if ct := h.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+			t.Errorf("GET %s: Content-Type %q", path, ct)
+		}
+		csp := h.Get("Content-Security-Policy")
+		for _, want := range []string{"script-src 'self'", "style-src 'self'", "object-src 'none'", "frame-ancestors 'none'", "require-trusted-types-for 'script'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("GET %s: CSP %q lacks %q", path, csp, want)
+			}
+		}
+		if strings.Contains(csp, "unsafe") {
+			t.Errorf("GET %s: CSP allows unsafe sources: %q", path, csp)
+		}
+		if h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("GET %s: no nosniff", path)
+		}
+	}
+	// No inline code in index.html: every script has a src, no style
+	// elements, no inline event handlers or style attributes.
+	html := string(index)
+	for _, m := range regexp.MustCompile(`<script[^>]*>`).FindAllString(html, -1) {
+		if !strings.Contains(m, " src=") {
+			t.Errorf("inline script in index.html: %s", m)
+		}
+	}
+	if regexp.MustCompile(`(?i)<style|\son[a-z]+=|\sstyle=`).MatchString(html) {
+		t.Errorf("inline style or handler in index.html:\n%s", html)
+	}
+	if rec := get(t, s, "HEAD", "/traces/x"); rec.Code != 200 || rec.Body.Len() != 0 {
+		t.Errorf("HEAD /traces/x: %d with %d bytes", rec.Code, rec.Body.Len())
+	}
+}
+
+// TestUIAssets: every built asset is served with its type and for good
+// caching; unknown files are 404.
+func TestUIAssets(t *testing.T) {
+	s := uiServer()
+	html, _ := fs.ReadFile(web.Dist(), "index.html")
+	refs := regexp.MustCompile(`(?:src|href)="(/assets/[^"]+)"`).FindAllStringSubmatch(string(html), -1)
+	if len(refs) < 2 {
+		t.Fatalf("index.html names %d assets, want a script and a style sheet", len(refs))
+	}
+	for _, r := range refs {
+		rec := get(t, s, "GET", r[1])
+		if rec.Code != 200 || rec.Body.Len() == 0 {
+			t.Fatalf("GET %s: %d", r[1], rec.Code)
+		}
+		ct := rec.Header().Get("Content-Type")
+		switch {
+		case strings.HasSuffix(r[1], ".js") && !strings.HasPrefix(ct, "text/javascript"):
+			t.Errorf("%s: Content-Type %q", r[1], ct)
+		case strings.HasSuffix(r[1], ".css") && !strings.HasPrefix(ct, "text/css"):
+			t.Errorf("%s: Content-Type %q", r[1], ct)
+		}
+		if cc := rec.Header().Get("Cache-Control"); !strings.Contains(cc, "immutable") {
+			t.Errorf("%s: Cache-Control %q", r[1], cc)
+		}
+		if rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: no nosniff", r[1])
+		}
+	}
+	if rec := get(t, s, "GET", "/favicon.svg"); rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "image/svg+xml") {
+		t.Errorf("favicon: %d %q", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	for _, p := range []string{"/assets/nope.js", "/assets/../index.html", "/assets/", "/unknown/page"} {
+		if rec := get(t, s, "GET", p); rec.Code != 404 {
+			t.Errorf("GET %s: %d, want 404", p, rec.Code)
+		}
+	}
+}
+
+// TestUIKeepsAPIErrors: the UI routes do not swallow API paths: unknown
+// API routes stay JSON 404 and wrong methods 405.
+func TestUIKeepsAPIErrors(t *testing.T) {
+	s := uiServer()
+	for _, c := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/api/v1/nothing", 404},
+		{"POST", "/api/v1/nothing", 404},
+		{"GET", "/api/v1/traces/x/nothing", 404},
+		{"POST", "/", 405},
+		{"DELETE", "/traces/x", 405},
+	} {
+		rec := get(t, s, c.method, c.path)
+		body, _ := io.ReadAll(rec.Body)
+		if rec.Code != c.status {
+			t.Errorf("%s %s: %d, want %d: %s", c.method, c.path, rec.Code, c.status, body)
+		}
+		if !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") || !strings.Contains(string(body), `"error"`) {
+			t.Errorf("%s %s: not a JSON error: %q %s", c.method, c.path, rec.Header().Get("Content-Type"), body)
+		}
+	}
+}
