@@ -284,7 +284,7 @@ func ParseSize(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(t[:i], 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("size %q: %v", s, err)
+		return 0, fmt.Errorf("size %q: %w", s, err)
 	}
 	units := map[string]int64{
 		"": 1, "b": 1,

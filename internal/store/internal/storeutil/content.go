@@ -84,7 +84,7 @@ func DecodeContent(data []byte, enc int, meta []byte) (*trace.Trace, error) {
 		_, err := buf.ReadFrom(r)
 		readers.Put(r)
 		if err != nil {
-			return nil, fmt.Errorf("stored trace content: %v", err)
+			return nil, fmt.Errorf("stored trace content: %w", err)
 		}
 		data = buf.Bytes()
 	default:
@@ -92,7 +92,7 @@ func DecodeContent(data []byte, enc int, meta []byte) (*trace.Trace, error) {
 	}
 	t := new(trace.Trace)
 	if err := t.UnmarshalJSON(data); err != nil {
-		return nil, fmt.Errorf("stored trace content: %v", err)
+		return nil, fmt.Errorf("stored trace content: %w", err)
 	}
 	if meta != nil {
 		t.Metadata = json.RawMessage(meta)

@@ -168,12 +168,12 @@ func members(obj json.RawMessage) ([]member, error) {
 func MergeObject(old, patch json.RawMessage) (json.RawMessage, error) {
 	pm, err := members(FixUTF8(patch))
 	if err != nil {
-		return nil, fmt.Errorf("metadata: %v: %w", err, store.ErrInvalid)
+		return nil, fmt.Errorf("metadata: %w: %w", err, store.ErrInvalid)
 	}
 	var om []member
 	if len(old) > 0 {
 		if om, err = members(old); err != nil {
-			return nil, fmt.Errorf("stored metadata: %v", err)
+			return nil, fmt.Errorf("stored metadata: %w", err)
 		}
 	}
 next:
@@ -260,7 +260,7 @@ func ParseHierarchy(b []byte) ([]string, error) {
 	}
 	var h []string
 	if err := json.Unmarshal(b, &h); err != nil {
-		return nil, fmt.Errorf("stored hierarchy: %v", err)
+		return nil, fmt.Errorf("stored hierarchy: %w", err)
 	}
 	return h, nil
 }
