@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { buildTree, collapseAll, collapseBranch, expandAll, expandBranch, initialState, reveal, spanTimes, spanTokens, toggle, visible } from './tree';
+import type { Span } from './types';
+
+const spans: Span[] = [
+  { id: 'r', name: 'root' },
+  { id: 'a', parent_id: 'r', name: 'a' },
+  { id: 'a1', parent_id: 'a', name: 'a1' },
+  { id: 'a1x', parent_id: 'a1', name: 'a1x' },
+  { id: 'b', parent_id: 'r', name: 'b' },
+  { id: 'orphan', parent_id: 'missing', name: 'orphan' },
+  { id: 'loop1', parent_id: 'loop2' },
+  { id: 'loop2', parent_id: 'loop1' },
+];
+const names = (t: ReturnType<typeof buildTree>, s: ReadonlySet<string>) => visible(t, s).map((n) => n.span.id);
+
+describe('tree expand/collapse state', () => {
+  const t = buildTree(spans);
+  it('builds the tree; orphans become roots and a cycle is cut', () => {
+    expect(t.roots.map((n) => n.span.id)).toEqual(['r', 'orphan', 'loop2']);
+    expect(t.byId.get('loop1')!.parent!.span.id).toBe('loop2');
+    expect(t.byId.get('a1x')!.depth).toBe(3);
+  });
+  it('starts expanded to a depth', () => {
+    expect(names(t, initialState(t, 1))).toEqual(['r', 'a', 'b', 'orphan', 'loop2', 'loop1']);
+    expect(names(t, initialState(t, 0))).toEqual(['r', 'orphan', 'loop2']);
+  });
+  it('toggles one node', () => {
+    let s = initialState(t, 1);
+    s = toggle(s, 'a');
+    expect(names(t, s)).toEqual(['r', 'a', 'a1', 'b', 'orphan', 'loop2', 'loop1']);
+    s = toggle(s, 'a');
+    expect(names(t, s)).toEqual(['r', 'a', 'b', 'orphan', 'loop2', 'loop1']);
+    s = toggle(s, 'r');
+    expect(names(t, s)).toEqual(['r', 'orphan', 'loop2', 'loop1']);
+  });
+  it('expands and collapses a branch', () => {
+    let s = expandBranch(t, initialState(t, 1), 'a');
+    expect(names(t, s)).toEqual(['r', 'a', 'a1', 'a1x', 'b', 'orphan', 'loop2', 'loop1']);
+    s = collapseBranch(t, s, 'a');
+    expect(names(t, s)).toEqual(['r', 'a', 'b', 'orphan', 'loop2', 'loop1']);
+    // Re-opening a collapsed branch one level does not bring back its inner levels.
+    expect(names(t, toggle(s, 'a'))).toEqual(['r', 'a', 'a1', 'b', 'orphan', 'loop2', 'loop1']);
+  });
+  it('expands and collapses all', () => {
+    expect(names(t, expandAll(t))).toEqual(['r', 'a', 'a1', 'a1x', 'b', 'orphan', 'loop2', 'loop1']);
+    expect(names(t, collapseAll())).toEqual(['r', 'orphan', 'loop2']);
+  });
+  it('reveals a deep node', () => {
+    expect(names(t, reveal(t, collapseAll(), 'a1x'))).toEqual(['r', 'a', 'a1', 'a1x', 'b', 'orphan', 'loop2']);
+  });
+  it('never mutates the state it is given', () => {
+    const s = initialState(t, 1);
+    const before = [...s];
+    toggle(s, 'a');
+    expandBranch(t, s, 'r');
+    collapseBranch(t, s, 'r');
+    expect([...s]).toEqual(before);
+  });
+});
+
+describe('span facts', () => {
+  it('reads times and tokens', () => {
+    expect(spanTimes({ id: 'x', start_time: '2024-01-01T00:00:00Z', end_time: '2024-01-01T00:00:01.5Z' })).toEqual([1704067200000, 1704067201500]);
+    expect(spanTimes({ id: 'x', start_time: '2024-01-01T00:00:02Z', end_time: '2024-01-01T00:00:01Z' })).toBeNull();
+    expect(spanTokens({ id: 'x', attributes: { tokens: 7 } })).toBe(7);
+    expect(spanTokens({ id: 'x', attributes: { 'mlflow.chat.tokenUsage': '{"total_tokens": 42}' } })).toBe(42);
+    expect(spanTokens({ id: 'x', attributes: { other: 1 } })).toBeNull();
+  });
+});
