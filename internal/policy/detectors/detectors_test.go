@@ -569,3 +569,22 @@ func TestLazyPatternsCompile(t *testing.T) {
 		t.Errorf("only %d lazy patterns found", len(all))
 	}
 }
+
+// TestURLOffsetsAfterCaseChanges: letters whose lower case is longer in
+// UTF-8 (U+0130) and invalid bytes before a URL must not shift its offsets
+// (found by FuzzDetectors: a slice out of range).
+func TestURLOffsetsAfterCaseChanges(t *testing.T) {
+	for _, s := range []string{"İİİİ visit https://example.com now", "İİ\xf3\x81\x81 http://0.jp ", "\xffHTTP://EXAMPLE.COM/x"} {
+		ms, err := PII(s, []string{PIIURL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) != 1 {
+			t.Fatalf("%q: %d matches %+v", s, len(ms), ms)
+		}
+		m := ms[0]
+		if rs := []rune(s); string(rs[m.Start:m.End]) != m.Text || !strings.Contains(strings.ToLower(m.Text), ".") {
+			t.Errorf("%q: match %+v does not point at its text", s, m)
+		}
+	}
+}

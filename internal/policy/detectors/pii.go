@@ -770,7 +770,7 @@ type urlHit struct {
 // without (0.5), and their quoted variants, whose span includes the quotes.
 func findURLs(s string) []urlHit {
 	var out []urlHit
-	lower := strings.ToLower(s)
+	lower := asciiLower(s) // same length as s: offsets into lower are offsets into s
 	// Standard URL: https?:// then the host.
 	for i := 0; i < len(lower); {
 		k := strings.Index(lower[i:], "http")
@@ -935,3 +935,16 @@ var urlTLDs = func() map[string]bool {
 	}
 	return m
 }()
+
+// asciiLower lower-cases the ASCII letters of s and keeps every other byte,
+// so that byte offsets stay valid in s (strings.ToLower replaces invalid
+// UTF-8 and changes the length of some letters, such as U+0130).
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
