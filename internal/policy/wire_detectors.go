@@ -50,7 +50,8 @@ func argText(c *DetectorCall) string {
 
 func init() {
 	RegisterDetector(Detector{Name: "secrets", Modules: []string{"invariant.detectors", "invariant.detectors.secrets"}, Func: func(c *DetectorCall) (any, error) {
-		return detectorMatches(c, func(s string) ([]detectors.Match, error) { return detectors.Secrets(s, nil) })
+		kinds := c.Arg(1).Strings() // optional: e.g. ["BASE64_HIGH_ENTROPY_STRING"]
+		return detectorMatches(c, func(s string) ([]detectors.Match, error) { return detectors.Secrets(s, kinds) })
 	}})
 	RegisterDetector(Detector{Name: "pii", Modules: []string{"invariant.detectors", "invariant.detectors.pii"},
 		Partial: "named entities (PERSON, LOCATION, NRP, DATE_TIME) need a model", Func: func(c *DetectorCall) (any, error) {
@@ -58,7 +59,8 @@ func init() {
 			return detectorMatches(c, func(s string) ([]detectors.Match, error) { return detectors.PII(s, ents) })
 		}})
 	RegisterDetector(Detector{Name: "unicode", Modules: []string{"invariant.detectors", "invariant.detectors.unicode"}, Func: func(c *DetectorCall) (any, error) {
-		return detectorMatches(c, func(s string) ([]detectors.Match, error) { return detectors.Unicode(s, nil) })
+		cats := c.Arg(1).Strings() // optional: only these categories
+		return detectorMatches(c, func(s string) ([]detectors.Match, error) { return detectors.Unicode(s, cats) })
 	}})
 	RegisterDetector(Detector{Name: "copyright", Modules: []string{"invariant.detectors", "invariant.detectors.copyright"}, Func: func(c *DetectorCall) (any, error) {
 		th := detectors.DefaultCopyrightThreshold
