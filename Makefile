@@ -18,6 +18,9 @@ FUZZ_TARGETS := \
 	./internal/formats:FuzzDetect \
 	./internal/trace:FuzzParseAddress \
 	./internal/trace:FuzzCanonical \
+	./internal/policy:FuzzParse \
+	./internal/policy:FuzzAnalyze \
+	./internal/policy/detectors:FuzzDetectors \
 	./internal/jsonscan:FuzzScanner
 
 .PHONY: all build test lint fuzz bench tools clean

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -145,6 +146,16 @@ raise PolicyViolation("pred", msg) if:
 
 func FuzzAnalyze(f *testing.F) {
 	f.Add([]byte(fuzzTrace))
+	// traces of the shared corpus: the Invariant seed and a few tau-bench
+	// conversations (tool calls with JSON arguments, long outputs)
+	if b, err := os.ReadFile("../../../shared/corpus/seeds/invariant-inbox.json"); err == nil {
+		f.Add(b)
+	} else {
+		f.Fatal(err)
+	}
+	for _, evs := range loadTauBench(f)[:4] {
+		f.Add(trace.AppendEvents(nil, evs))
+	}
 	for _, cs := range loadCases(f) {
 		for _, c := range cs {
 			if len(c.Trace) > 0 && len(c.Trace) < 4000 {
