@@ -279,3 +279,53 @@ func TestCheckInputs(t *testing.T) {
 		t.Errorf("policy on stdin: exit %d, %q", code, out)
 	}
 }
+
+// TestCheckReadmeExample runs the example of the README's Guardrails
+// section (its policy, its trace and its command) and compares the output
+// with the one the README shows, so that the documentation stays true.
+func TestCheckReadmeExample(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Guardrails\n")
+	if !ok {
+		t.Fatal("README has no Guardrails section")
+	}
+	block := func(lang string) string {
+		_, rest, ok := strings.Cut(section, "\n```"+lang+"\n")
+		if !ok {
+			t.Fatalf("no %s block in the Guardrails section", lang)
+		}
+		body, _, _ := strings.Cut(rest, "\n```\n")
+		return body + "\n"
+	}
+	dir := t.TempDir()
+	files := map[string]string{"rules.iv": block("python"), "demo.json": block("json")}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	console := strings.SplitN(block("console"), "\n", 2)
+	cmdline, want := console[0], console[1]
+	if !strings.HasPrefix(cmdline, "$ lookout check ") {
+		t.Fatalf("the console block starts with %q", cmdline)
+	}
+	// split the command as a shell would: words, 'quoted' words
+	var args []string
+	for _, m := range regexp.MustCompile(`'[^']*'|[^ ]+`).FindAllString(strings.TrimPrefix(cmdline, "$ lookout "), -1) {
+		m = strings.ReplaceAll(m, "'", "")
+		if _, ok := files[m]; ok {
+			m = filepath.Join(dir, m)
+		}
+		args = append(args, m)
+	}
+	code, out, errOut := runCLI(t, "", args...)
+	if code != 1 || out != want {
+		t.Errorf("exit %d (want 1); stderr %q\noutput:\n%s\nthe README shows:\n%s", code, errOut, out, want)
+	}
+	if n := strings.Count(want, "\ntrace 0: ") + 1; n != 6 {
+		t.Errorf("the README example shows %d violations, want one per rule (6)", n)
+	}
+}
