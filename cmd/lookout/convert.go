@@ -16,7 +16,7 @@ import (
 func newConvertCmd() *cobra.Command {
 	var from, to string
 	cmd := &cobra.Command{
-		Use:   "convert [--from auto|invariant|snorkel|mlflow|bedrock] --to invariant|canonical FILE...",
+		Use:   "convert [--from auto|invariant|snorkel|mlflow|bedrock|otel] --to invariant|canonical FILE...",
 		Short: "Convert trace files to Invariant JSONL or canonical JSONL on standard output",
 		Long: `convert streams the traces of each FILE ("-" for standard input) to standard output
 as JSON lines:

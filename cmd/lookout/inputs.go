@@ -64,5 +64,5 @@ func (in *input) each(fn func(*trace.Trace) error, onErr func(error)) error {
 }
 
 func formatFlagHelp() string {
-	return fmt.Sprintf("input format: auto, %s, %s, %s or %s", formats.Invariant, formats.Snorkel, formats.MLflow, formats.Bedrock)
+	return fmt.Sprintf("input format: auto, %s, %s, %s, %s or %s", formats.Invariant, formats.Snorkel, formats.MLflow, formats.Bedrock, formats.OTel)
 }

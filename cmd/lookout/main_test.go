@@ -25,6 +25,7 @@ func TestValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	otel := filepath.Join(corpus, "otel/any-agent/OPENAI_trace.json")
+	chatml := filepath.Join(corpus, "otel/langfuse/autogen-2025-06-06.chatml.json")
 	dup := filepath.Join(corpus, "openai/explorer/duplicate_index.jsonl")
 	tau := filepath.Join(corpus, "openai/tau-bench/gpt-4o-airline.json")
 	tests := []struct {
@@ -38,7 +39,8 @@ func TestValidate(t *testing.T) {
 		{"tau-bench", []string{"validate", tau}, "", 0, []string{`: 200 traces, 5308 events$`}},
 		{"stdin", []string{"validate", "-"}, string(inboxData), 0, []string{`^-: 1 traces, 4 events$`}},
 		{"forced format", []string{"validate", "--format", "invariant", inbox}, "", 0, []string{`: 1 traces, 4 events$`}},
-		{"unsupported otel file", []string{"validate", otel}, "", 1, []string{`^` + regexp.QuoteMeta(otel) + `: unsupported format otel-spans: `}},
+		{"otel span dump", []string{"validate", otel}, "", 0, []string{`^` + regexp.QuoteMeta(otel) + `: 1 traces, 7 events$`}},
+		{"unsupported file", []string{"validate", chatml}, "", 1, []string{`^` + regexp.QuoteMeta(chatml) + `: unsupported format langfuse-chatml: `}},
 		{"explorer rejection with line", []string{"validate", dup}, "", 1, []string{`^` + regexp.QuoteMeta(dup) + `:\d+:\d+: .*[Dd]uplicate index`}},
 		{"valid and invalid", []string{"validate", inbox, dup}, "", 1, []string{`: 1 traces, 4 events$`, `[Dd]uplicate index`}},
 		{"broken JSON on stdin", []string{"validate", "-"}, "[{\"role\": \"user\", \"content\": 5}]", 1, []string{`^-:1:\d+: \$\[0\]\.content: content must be`}},

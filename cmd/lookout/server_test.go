@@ -132,8 +132,8 @@ func TestPushRejected(t *testing.T) {
 		t.Errorf("summary %q", out)
 	}
 	// A file in no readable format is rejected input too.
-	otel := filepath.Join(corpus, "otel/any-agent/OPENAI_trace.json")
-	if code, _, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "mixed", otel); code != 1 || !strings.Contains(errOut, "unsupported format otel-spans") {
+	chatml := filepath.Join(corpus, "otel/langfuse/autogen-2025-06-06.chatml.json")
+	if code, _, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "mixed", chatml); code != 1 || !strings.Contains(errOut, "unsupported format langfuse-chatml") {
 		t.Errorf("unsupported file: exit %d: %s", code, errOut)
 	}
 	// A missing file is exit 2.

@@ -16,7 +16,7 @@ func newValidateCmd() *cobra.Command {
 	var formatName string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "validate [--format auto|invariant|snorkel|mlflow|bedrock] FILE...",
+		Use:   "validate [--format auto|invariant|snorkel|mlflow|bedrock|otel] FILE...",
 		Short: "Check that trace files parse, printing counts or each error with its place",
 		Long: `validate reads each FILE ("-" for standard input) and prints one line per file:
   FILE: N traces, M events

@@ -23,6 +23,7 @@ const corpusDir = "../../../shared/corpus"
 type manifestRow struct {
 	path, format, role string
 	traces             int
+	units              string // the events/spans column
 }
 
 // readManifest lists every file the manifest names, so that a file added to
@@ -33,7 +34,7 @@ func readManifest(t testing.TB) []manifestRow {
 	if err != nil {
 		t.Fatalf("the shared corpus must sit beside the repository: %v", err)
 	}
-	row := regexp.MustCompile("^\\| `([^`]+)` \\| ([a-z-]+) \\| (.*?) \\| (\\d+) \\|")
+	row := regexp.MustCompile("^\\| `([^`]+)` \\| ([a-z-]+) \\| (.*?) \\| (\\d+) \\| ([^|]*) \\|")
 	var rows []manifestRow
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
@@ -42,7 +43,7 @@ func readManifest(t testing.TB) []manifestRow {
 			continue
 		}
 		n, _ := strconv.Atoi(m[4])
-		rows = append(rows, manifestRow{path: m[1], format: m[2], role: m[3], traces: n})
+		rows = append(rows, manifestRow{path: m[1], format: m[2], role: m[3], traces: n, units: strings.TrimSpace(m[5])})
 	}
 	if len(rows) < 80 {
 		t.Fatalf("MANIFEST.md lists %d files; expected the 84 of the corpus (table format changed?)", len(rows))
@@ -58,6 +59,8 @@ var expectedFormat = map[string]Format{
 	"snorkel-steps":        Snorkel,
 	"mlflow-trace":         MLflow,
 	"bedrock-agent-events": Bedrock,
+	"otel-spans":           OTel,
+	"otel-langfuse-export": OTel,
 }
 
 // decodeAll reads every trace of data, collecting errors.
@@ -86,9 +89,10 @@ func decodeAll(t testing.TB, data []byte, name string, f Format) (traces []*trac
 }
 
 // TestCorpus holds the Done-when of the foundation: every corpus file in a
-// readable format validates (or is rejected as the manifest says), files in
-// formats not read yet are reported as unsupported by name, and converting
-// to Invariant JSONL and back loses nothing.
+// readable format validates (or is rejected as the manifest says), files that
+// are not traces (Langfuse's expected ChatML outputs) are reported as
+// unsupported by name, and converting to Invariant JSONL and back loses
+// nothing. OpenTelemetry files also have the manifest's span count.
 func TestCorpus(t *testing.T) {
 	for _, row := range readManifest(t) {
 		t.Run(row.path, func(t *testing.T) {
@@ -97,10 +101,10 @@ func TestCorpus(t *testing.T) {
 				t.Fatal(err)
 			}
 			traces, meta, got, errs := decodeAll(t, data, row.path, Auto)
-			if strings.HasPrefix(row.format, "otel-") {
+			if strings.Contains(row.role, "expected output") {
 				var u *decoding.Unsupported
-				if len(errs) != 1 || !errors.As(errs[0], &u) || u.Format == "" {
-					t.Fatalf("want an unsupported-format error naming the format, got %v", errs)
+				if len(errs) != 1 || !errors.As(errs[0], &u) || u.Format != "langfuse-chatml" {
+					t.Fatalf("want an unsupported-format error naming langfuse-chatml, got %v", errs)
 				}
 				if !strings.Contains(errs[0].Error(), row.path) {
 					t.Errorf("error %q does not name the file", errs[0])
@@ -129,6 +133,15 @@ func TestCorpus(t *testing.T) {
 			}
 			if len(traces) != row.traces {
 				t.Fatalf("%d traces, manifest says %d", len(traces), row.traces)
+			}
+			if want == OTel {
+				spans := 0
+				for _, tr := range traces {
+					spans += len(tr.Spans)
+				}
+				if n, err := strconv.Atoi(row.units); err != nil || spans != n {
+					t.Fatalf("%d spans, manifest says %q", spans, row.units)
+				}
 			}
 			roundTrip(t, traces, meta)
 		})

@@ -12,6 +12,7 @@ import (
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
 	"github.com/lookout-dev/lookout/internal/formats/invariant"
 	"github.com/lookout-dev/lookout/internal/formats/mlflow"
+	"github.com/lookout-dev/lookout/internal/formats/otlp"
 	"github.com/lookout-dev/lookout/internal/formats/snorkel"
 )
 
@@ -24,10 +25,11 @@ const (
 	Snorkel   Format = "snorkel"   // hierarchical step traces
 	MLflow    Format = "mlflow"    // MLflow traces
 	Bedrock   Format = "bedrock"   // AWS Bedrock agent event streams
+	OTel      Format = "otel"      // OpenTelemetry: OTLP JSON, SDK span dumps, Langfuse exports
 )
 
 // Readable lists the formats Lookout decodes, for flags and help texts.
-var Readable = []Format{Invariant, Snorkel, MLflow, Bedrock}
+var Readable = []Format{Invariant, Snorkel, MLflow, Bedrock, OTel}
 
 // Parse checks a format name given on the command line.
 func Parse(name string) (Format, error) {
@@ -40,7 +42,7 @@ func Parse(name string) (Format, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("unknown format %q (want auto, invariant, snorkel, mlflow or bedrock)", name)
+	return "", fmt.Errorf("unknown format %q (want auto, invariant, snorkel, mlflow, bedrock or otel)", name)
 }
 
 // SniffSize is how much of an input Detect looks at.
@@ -70,6 +72,8 @@ func Open(r io.Reader, file string, f Format) (decoding.Decoder, Format, error) 
 		return mlflow.NewDecoder(br, file), f, nil
 	case Bedrock:
 		return bedrock.NewDecoder(br, file), f, nil
+	case OTel:
+		return otlp.NewDecoder(br, file), f, nil
 	}
 	return nil, "", fmt.Errorf("unknown format %q", f)
 }
@@ -91,16 +95,18 @@ func Detect(head []byte) (Format, error) {
 	switch sn.top {
 	case '{':
 		switch {
-		case has("resourceSpans"):
-			return unsupported("otlp-json", "OTLP JSON export files are read by the OpenTelemetry importer, which is not built yet")
+		case has("resourceSpans") || has("resource_spans"):
+			return OTel, nil // OTLP JSON export request
 		case has("trace", "observations"):
-			return unsupported("langfuse-export", "Langfuse trace exports are read by the OpenTelemetry importer, which is not built yet")
+			return OTel, nil // Langfuse trace export
 		case has("messages"):
 			// Invariant and canonical traces may carry a span tree beside
 			// their events; MLflow and OTel span dumps never have messages.
 			return Invariant, nil
 		case has("spans") && (has("final_output") || has("spans[].parent") || has("spans[].context.trace_id") && !has("spans[].parent_id")):
-			return unsupported("otel-spans", "OpenTelemetry SDK span dumps are read by the OpenTelemetry importer, which is not built yet")
+			return OTel, nil // SDK span dump (any-agent)
+		case has("context", "name") && (has("kind") || has("parent_id") || has("parent")) && !has("spans"):
+			return OTel, nil // SDK span objects, as the Python console exporter writes them
 		case has("spans") || has("info", "data"):
 			return MLflow, nil
 		case has("history") || has("trajectory"):
@@ -122,6 +128,8 @@ func Detect(head []byte) (Format, error) {
 			return Snorkel, nil
 		case has("trace") || has("chunk") || has("headers", "payload") || has("returnControl"):
 			return Bedrock, nil
+		case has("context", "name") && (has("kind") || has("parent_id") || has("parent")):
+			return OTel, nil // a list of SDK span objects
 		case has("role") || has("content") || has("traj") || has("messages") || has("metadata") || has("function") || sn.nested:
 			return Invariant, nil
 		}

@@ -312,7 +312,7 @@ func TestScenarios(t *testing.T) {
 				body:   "[{\"role\": \"user\", \"content\": \"ok\"}]\n[{\"role\": \"user\", \"content\": 5}]\n[{\"role\": \"user\", \"content\": \"ok\"}]\n",
 				status: 201, want: []string{`"stored":2`, `"skipped":\[\{"file":"bad.jsonl","line":2`}},
 			{name: "upload: unsupported format", method: "POST", path: "/api/v1/datasets/{ap}/upload", user: "alice",
-				body: `{"resourceSpans": []}`, status: 422, want: []string{`unsupported format otlp-json`}},
+				body: `{"0123456789abcdef": {"input": {"success": false}}}`, status: 422, want: []string{`unsupported format langfuse-chatml`}},
 			{name: "upload: bad mode", method: "POST", path: "/api/v1/datasets/{ap}/upload?mode=some", user: "alice",
 				body: `[]`, status: 400},
 			{name: "upload: bad format", method: "POST", path: "/api/v1/datasets/{ap}/upload?format=yaml", user: "alice",

@@ -1,0 +1,2 @@
+// Package otlp maps OpenTelemetry spans to canonical traces.
+package otlp

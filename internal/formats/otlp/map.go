@@ -1,0 +1,341 @@
+package otlp
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lookout-dev/lookout/internal/jsonscan"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// Map groups spans by trace id, in the order trace ids first appear, and
+// maps each group to one canonical trace. A trace that breaks a rule (see
+// MapTrace) is left out and reported in the returned *Error; the others are
+// returned all the same, so a receiver can answer with a partial success.
+//
+// Map holds no state: a receiver that assembles a trace from spans arriving
+// over time calls it again on all the spans of the trace so far (deduplicated
+// by span id), and replaces the stored trace with the result.
+func Map(spans []Span) ([]*trace.Trace, error) {
+	var order []string
+	groups := map[string][]int{}
+	for i := range spans {
+		id := spans[i].TraceID
+		if _, ok := groups[id]; !ok {
+			order = append(order, id)
+		}
+		groups[id] = append(groups[id], i)
+	}
+	var traces []*trace.Trace
+	var probs []*Problem
+	for _, id := range order {
+		t, p := mapGroup(spans, groups[id])
+		if p != nil {
+			probs = append(probs, p)
+			continue
+		}
+		traces = append(traces, t)
+	}
+	if probs != nil {
+		return traces, &Error{Problems: probs}
+	}
+	return traces, nil
+}
+
+// MapTrace maps the spans of one trace. It fails, with a *Problem naming
+// the span (its index in spans), for: spans of different trace ids; a span
+// id that is empty or holds '.' (addresses are dotted: spans.<id>...); a
+// span id used twice; a parent chain that loops; an end time before the
+// start time; an attribute value that is not JSON.
+func MapTrace(spans []Span) (*trace.Trace, error) {
+	idx := make([]int, len(spans))
+	for i := range idx {
+		idx[i] = i
+	}
+	t, p := mapGroup(spans, idx)
+	if p != nil {
+		return nil, p
+	}
+	return t, nil
+}
+
+// node is a span being mapped, with what the tree and the events need.
+type node struct {
+	idx      int // index into the input
+	sp       *Span
+	order    int // position among the trace's spans as given
+	startNS  int64
+	parent   *node
+	children []*node
+	depth    int
+
+	attrs map[string]json.RawMessage
+	cache map[string]*val
+
+	kind string // semantic kind: LLM, TOOL, AGENT, CHAIN, ... or ""
+
+	// The chat view of the span: its input and output as messages.
+	in, out    []trace.Event
+	structured bool // the view came from message shapes, not plain text
+	tool       *toolInfo
+}
+
+func (n *node) attr(key string) *val {
+	if n.attrs == nil {
+		n.attrs = make(map[string]json.RawMessage, len(n.sp.Attributes))
+		for _, a := range n.sp.Attributes {
+			n.attrs[a.Key] = a.Value
+		}
+		n.cache = map[string]*val{}
+	}
+	if v, ok := n.cache[key]; ok {
+		return v
+	}
+	raw, ok := n.attrs[key]
+	if !ok {
+		return nil
+	}
+	v := parseVal(raw)
+	n.cache[key] = v
+	return v
+}
+
+func (n *node) attrStr(key string) string {
+	s, _ := n.attr(key).text()
+	return s
+}
+
+func mapGroup(spans []Span, idx []int) (*trace.Trace, *Problem) {
+	t, _, p := mapNodes(spans, idx)
+	return t, p
+}
+
+// mapNodes maps one trace and also returns its nodes in tree order.
+func mapNodes(spans []Span, idx []int) (*trace.Trace, []*node, *Problem) {
+	nodes := make([]*node, len(idx))
+	byID := make(map[string]*node, len(idx))
+	traceID := ""
+	for j, i := range idx {
+		sp := &spans[i]
+		prob := func(format string, args ...any) *Problem {
+			return &Problem{Span: i, TraceID: sp.TraceID, SpanID: sp.SpanID, Msg: fmt.Sprintf(format, args...)}
+		}
+		if j == 0 {
+			traceID = sp.TraceID
+		} else if sp.TraceID != traceID {
+			return nil, nil, prob("belongs to trace %q, not %q: a trace's spans share one trace id", sp.TraceID, traceID)
+		}
+		switch {
+		case sp.SpanID == "":
+			return nil, nil, prob("the span has no span id")
+		case strings.Contains(sp.SpanID, "."):
+			return nil, nil, prob("the span id contains '.', which addresses (spans.<id>...) cannot hold")
+		case !sp.Start.IsZero() && !sp.End.IsZero() && sp.End.Before(sp.Start):
+			return nil, nil, prob("ends (%s) before it starts (%s)", sp.End.UTC().Format(time.RFC3339Nano), sp.Start.UTC().Format(time.RFC3339Nano))
+		}
+		for _, a := range sp.Attributes {
+			if !jsonscan.Valid(a.Value) {
+				return nil, nil, prob("attribute %q: the value is not JSON", a.Key)
+			}
+		}
+		for _, raw := range []json.RawMessage{sp.Input, sp.Output} {
+			if raw != nil && !jsonscan.Valid(raw) {
+				return nil, nil, prob("the input or output payload is not JSON")
+			}
+		}
+		if prev, dup := byID[sp.SpanID]; dup {
+			return nil, nil, prob("span id %s is used twice (also by span #%d)", sp.SpanID, prev.idx)
+		}
+		n := &node{idx: i, sp: sp, order: j}
+		if !sp.Start.IsZero() {
+			n.startNS = sp.Start.UnixNano()
+		}
+		nodes[j] = n
+		byID[sp.SpanID] = n
+	}
+	ordered, p := tree(nodes, byID)
+	if p != nil {
+		return nil, nil, p
+	}
+	t := &trace.Trace{ID: traceID}
+	if len(ordered) > 0 {
+		t.Name = ordered[0].sp.Name
+	}
+	t.Spans = make([]trace.Span, len(ordered))
+	for i, n := range ordered {
+		n.kind = classify(n)
+		t.Spans[i] = n.canonical()
+	}
+	for _, n := range ordered {
+		n.view()
+	}
+	t.Events = deriveEvents(ordered)
+	return t, ordered, nil
+}
+
+// tree orders spans parents before children, siblings (and roots) by start
+// time, then input order. A span whose parent is not among the spans is an
+// orphan: it keeps its ParentID and is placed among the roots.
+func tree(nodes []*node, byID map[string]*node) ([]*node, *Problem) {
+	var roots []*node
+	for _, n := range nodes {
+		if n.sp.ParentID != "" {
+			if p, ok := byID[n.sp.ParentID]; ok {
+				n.parent = p
+				p.children = append(p.children, n)
+				continue
+			}
+		}
+		roots = append(roots, n)
+	}
+	byStart := func(a, b *node) int {
+		if a.startNS != b.startNS {
+			if a.startNS < b.startNS {
+				return -1
+			}
+			return 1
+		}
+		return a.order - b.order
+	}
+	slices.SortFunc(roots, byStart)
+	out := make([]*node, 0, len(nodes))
+	stack := make([]*node, 0, len(roots))
+	for i := len(roots) - 1; i >= 0; i-- {
+		stack = append(stack, roots[i])
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.parent != nil {
+			n.depth = n.parent.depth + 1
+		}
+		out = append(out, n)
+		slices.SortFunc(n.children, byStart)
+		for i := len(n.children) - 1; i >= 0; i-- {
+			stack = append(stack, n.children[i])
+		}
+	}
+	if len(out) < len(nodes) {
+		seen := make(map[*node]bool, len(out))
+		for _, n := range out {
+			seen[n] = true
+		}
+		for _, n := range nodes {
+			if !seen[n] {
+				return nil, &Problem{Span: n.idx, TraceID: n.sp.TraceID, SpanID: n.sp.SpanID,
+					Msg: fmt.Sprintf("the span is its own ancestor: its parent chain loops (parent %s)", n.sp.ParentID)}
+			}
+		}
+	}
+	return out, nil
+}
+
+// canonical is the canonical span of n.
+func (n *node) canonical() trace.Span {
+	sp := n.sp
+	c := trace.Span{
+		ID: sp.SpanID, ParentID: sp.ParentID, Name: sp.Name, Kind: n.kind,
+		Start: sp.Start, End: sp.End, Status: sp.Status, StatusMessage: sp.StatusMessage,
+		Attributes: objectOf(sp.Attributes),
+	}
+	if !c.Start.IsZero() {
+		c.Start = c.Start.UTC()
+	}
+	if !c.End.IsZero() {
+		c.End = c.End.UTC()
+	}
+	if sp.Input != nil {
+		c.Inputs = trace.Compact(sp.Input)
+	}
+	if sp.Output != nil {
+		c.Outputs = trace.Compact(sp.Output)
+	}
+	if sp.Kind != "" {
+		c.Extra = append(c.Extra, trace.Field{Key: "span_kind", Value: trace.AppendString(nil, sp.Kind)})
+	}
+	if sp.Type != "" {
+		c.Extra = append(c.Extra, trace.Field{Key: "type", Value: trace.AppendString(nil, sp.Type)})
+	}
+	if len(sp.Events) > 0 {
+		b := []byte{'['}
+		for i, e := range sp.Events {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"name":`...)
+			b = trace.AppendString(b, e.Name)
+			if !e.Time.IsZero() {
+				b = append(b, `,"time":"`...)
+				b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+				b = append(b, '"')
+			}
+			if len(e.Attributes) > 0 {
+				b = append(b, `,"attributes":`...)
+				b = append(b, objectOf(e.Attributes)...)
+			}
+			b = append(b, '}')
+		}
+		c.Extra = append(c.Extra, trace.Field{Key: "events", Value: append(b, ']')})
+	}
+	if len(sp.Links) > 0 {
+		b := []byte{'['}
+		for i, l := range sp.Links {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"trace_id":`...)
+			b = trace.AppendString(b, l.TraceID)
+			b = append(b, `,"span_id":`...)
+			b = trace.AppendString(b, l.SpanID)
+			if len(l.Attributes) > 0 {
+				b = append(b, `,"attributes":`...)
+				b = append(b, objectOf(l.Attributes)...)
+			}
+			b = append(b, '}')
+		}
+		c.Extra = append(c.Extra, trace.Field{Key: "links", Value: append(b, ']')})
+	}
+	if len(sp.Resource) > 0 {
+		c.Extra = append(c.Extra, trace.Field{Key: "resource", Value: objectOf(sp.Resource)})
+	}
+	if sc := sp.Scope; sc.Name != "" || sc.Version != "" || len(sc.Attributes) > 0 {
+		b := []byte(`{"name":`)
+		b = trace.AppendString(b, sc.Name)
+		if sc.Version != "" {
+			b = append(b, `,"version":`...)
+			b = trace.AppendString(b, sc.Version)
+		}
+		if len(sc.Attributes) > 0 {
+			b = append(b, `,"attributes":`...)
+			b = append(b, objectOf(sc.Attributes)...)
+		}
+		c.Extra = append(c.Extra, trace.Field{Key: "scope", Value: append(b, '}')})
+	}
+	for _, f := range sp.Extra {
+		c.Extra = append(c.Extra, trace.Field{Key: reservedKey(f.Key), Value: trace.Compact(f.Value)})
+	}
+	c.Extra = uniqueFields(c.Extra)
+	return c
+}
+
+// uniqueFields keeps the last of fields with the same key, at the first
+// one's place, so that the span's JSON has no repeated member.
+func uniqueFields(f trace.Fields) trace.Fields {
+	if len(f) < 2 {
+		return f
+	}
+	seen := make(map[string]int, len(f))
+	out := f[:0:0]
+	for _, x := range f {
+		if i, ok := seen[x.Key]; ok {
+			out[i].Value = x.Value
+			continue
+		}
+		seen[x.Key] = len(out)
+		out = append(out, x)
+	}
+	return out
+}

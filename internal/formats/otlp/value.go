@@ -1,0 +1,206 @@
+package otlp
+
+import (
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/lookout-dev/lookout/internal/jsonscan"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// val is a parsed JSON value that keeps the order of object members and
+// the text of every node. The message parsers work on it: payloads come in
+// many shapes, and they look at a value from several sides.
+type val struct {
+	kind jsonscan.Kind
+	raw  []byte // the value's JSON text
+	str  string // String
+	obj  []member
+	arr  []*val
+}
+
+type member struct {
+	key string
+	v   *val
+}
+
+// parseVal parses one JSON document; nil when it is not valid JSON.
+func parseVal(data []byte) *val {
+	s := jsonscan.New(data)
+	v, err := readVal(s)
+	if err != nil || s.End() != nil {
+		return nil
+	}
+	return v
+}
+
+func readVal(s *jsonscan.Scanner) (*val, error) {
+	k := s.Peek()
+	start := s.Offset()
+	v := &val{kind: k}
+	var err error
+	switch k {
+	case jsonscan.Object:
+		err = s.Object(func(key string) error {
+			c, err := readVal(s)
+			if err == nil {
+				v.obj = append(v.obj, member{key, c})
+			}
+			return err
+		})
+	case jsonscan.Array:
+		err = s.Array(func(int) error {
+			c, err := readVal(s)
+			if err == nil {
+				v.arr = append(v.arr, c)
+			}
+			return err
+		})
+	case jsonscan.String:
+		v.str, err = s.String("value")
+	default:
+		err = s.Skip()
+	}
+	if err != nil {
+		return nil, err
+	}
+	v.raw = s.Data()[start:s.Offset()]
+	for len(v.raw) > 0 && isSpace(v.raw[0]) {
+		v.raw = v.raw[1:]
+	}
+	return v, nil
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// get returns the member key of an object (the last one when repeated), or nil.
+func (v *val) get(key string) *val {
+	if v == nil || v.kind != jsonscan.Object {
+		return nil
+	}
+	for i := len(v.obj) - 1; i >= 0; i-- {
+		if v.obj[i].key == key {
+			return v.obj[i].v
+		}
+	}
+	return nil
+}
+
+func (v *val) isObj() bool  { return v != nil && v.kind == jsonscan.Object }
+func (v *val) isArr() bool  { return v != nil && v.kind == jsonscan.Array }
+func (v *val) isStr() bool  { return v != nil && v.kind == jsonscan.String }
+func (v *val) isNull() bool { return v == nil || v.kind == jsonscan.Null }
+
+// text returns the string of a string value, and false for anything else.
+func (v *val) text() (string, bool) {
+	if v.isStr() {
+		return v.str, true
+	}
+	return "", false
+}
+
+// getStr returns the string member key, or "".
+func (v *val) getStr(key string) string {
+	s, _ := v.get(key).text()
+	return s
+}
+
+// has reports whether an object has the member key.
+func (v *val) has(key string) bool { return v.get(key) != nil }
+
+// compact is the value's compact JSON text.
+func (v *val) compact() json.RawMessage { return trace.Compact(v.raw) }
+
+// decoded returns the value a string holds when its text is a JSON object
+// or array (attributes and Langfuse fields carry JSON as text); otherwise
+// the value itself.
+func (v *val) decoded() *val {
+	if !v.isStr() {
+		return v
+	}
+	t := strings.TrimSpace(v.str)
+	if t == "" || t[0] != '{' && t[0] != '[' {
+		return v
+	}
+	if d := parseVal([]byte(t)); d != nil {
+		return d
+	}
+	return v
+}
+
+// decodedAny is decoded, but also turns JSON text holding a scalar (a
+// quoted string, a number, true, false, null) into that value.
+func (v *val) decodedAny() *val {
+	if !v.isStr() {
+		return v
+	}
+	t := strings.TrimSpace(v.str)
+	if t == "" {
+		return v
+	}
+	if d := parseVal([]byte(t)); d != nil {
+		return d
+	}
+	return v
+}
+
+// asText renders a value as message text: a string as it is, anything else
+// as its compact JSON.
+func (v *val) asText() string {
+	if v == nil {
+		return ""
+	}
+	if v.isStr() {
+		return v.str
+	}
+	return string(validUTF8(v.compact()))
+}
+
+// validUTF8 replaces invalid UTF-8 (possible only inside strings of raw
+// JSON text) by U+FFFD, as the canonical writer would, so that a text
+// survives the canonical round trip unchanged.
+func validUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	return []byte(strings.ToValidUTF8(string(b), "\uFFFD"))
+}
+
+// objectOf writes attrs as a JSON object, keeping the first position of a
+// key and the last value given for it.
+func objectOf(attrs []Attr) json.RawMessage {
+	if len(attrs) == 0 {
+		return nil
+	}
+	last := make(map[string]int, len(attrs))
+	for i, a := range attrs {
+		last[a.Key] = i
+	}
+	b := make([]byte, 0, 64*len(attrs))
+	b = append(b, '{')
+	n := 0
+	for i, a := range attrs {
+		j := last[a.Key]
+		if j < 0 {
+			continue // written already
+		}
+		if j != i {
+			// keep the first position with the last value
+			a.Value = attrs[j].Value
+		}
+		last[a.Key] = -1
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = trace.AppendString(b, a.Key)
+		b = append(b, ':')
+		if len(a.Value) == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, a.Value...)
+		}
+	}
+	return append(b, '}')
+}
