@@ -13,7 +13,7 @@ import (
 )
 
 // Benchmarks time Analyze alone, on traces decoded beforehand, and report
-// traces per second. Goals (issue 4, one core): one-variable tool-name rule
+// traces per second (go test ./internal/policy -run '^$' -bench . -cpu 1). Goals (issue 4, one core): one-variable tool-name rule
 // >= 37,000 traces/s, output->call flow rule >= 11,000, regex over assistant
 // messages >= 24,000 on tau-bench airline (200 traces); near-linear growth of
 // the flow rule with trace length.
@@ -45,25 +45,20 @@ func loadTauBench(tb testing.TB) [][]trace.Event {
 	return traces
 }
 
-var benchRules = map[string]string{
-	"tool-name": `
-raise "reservation cancelled" if:
-    (call: ToolCall)
-    call is tool:cancel_reservation
-`,
-	"flow": `
-raise PolicyViolation("cancelled after looking up a reservation", out, call) if:
-    (out: ToolOutput) -> (call: ToolCall)
-    out is tool:get_reservation_details
-    call is tool:cancel_reservation
-`,
-	"regex": `
-raise "assistant message reveals a payment method id" if:
-    (msg: Message)
-    msg.role == "assistant"
-    any(find(r"(credit_card|gift_card|certificate)_\d+", msg.content))
-`,
-}
+// benchRules are the rules of bench/guardrails (tool-name.iv, flow.iv,
+// regex.iv), which bench/guardrails/run.sh also times as whole lookout check
+// processes.
+var benchRules = func() map[string]string {
+	m := map[string]string{}
+	for _, name := range []string{"tool-name", "flow", "regex"} {
+		b, err := os.ReadFile("../../bench/guardrails/" + name + ".iv")
+		if err != nil {
+			panic(err)
+		}
+		m[name] = string(b)
+	}
+	return m
+}()
 
 func mustParse(tb testing.TB, src string) *policy.Policy {
 	p, err := policy.Parse(src)
@@ -168,4 +163,39 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestFlowScalesLinearly: the flow rule's work grows linearly with the
+// trace (the steps of Result.Steps count every evaluation), not with the
+// number of (output, call) pairs, which grows quadratically.
+func TestFlowScalesLinearly(t *testing.T) {
+	p := mustParse(t, benchRules["flow"])
+	var perEvent []float64
+	for _, n := range []int{500, 1000, 2000, 4000} {
+		tr := syntheticTrace(n)
+		outs, calls := 0, 0
+		for _, e := range tr {
+			if e.Role == "tool" {
+				outs++
+			}
+			calls += len(e.ToolCalls)
+		}
+		r, err := p.Analyze(tr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Violations) < n/10 {
+			t.Fatalf("n=%d: %d violations; the trace should have about n/8", n, len(r.Violations))
+		}
+		pairs := outs * calls / 2
+		if r.Steps*20 > int64(pairs) && n >= 2000 {
+			t.Errorf("n=%d: %d steps for %d (output, call) pairs: not far from enumerating pairs", n, r.Steps, pairs)
+		}
+		perEvent = append(perEvent, float64(r.Steps)/float64(n))
+	}
+	for i, pe := range perEvent {
+		if pe > perEvent[0]*1.1 {
+			t.Errorf("steps per event grow with the trace: %v (size %d)", perEvent, 500<<i)
+		}
+	}
 }
