@@ -2,7 +2,6 @@ package detectors
 
 import (
 	"fmt"
-	"unicode/utf8"
 )
 
 // DefaultFuzzyThreshold is fuzzy_contains' default query_similarity_threshold.
@@ -150,6 +149,3 @@ func reverseRunes(r []rune) []rune {
 	}
 	return out
 }
-
-// runeLen is the number of code points of s.
-func runeLen(s string) int { return utf8.RuneCountInString(s) }
