@@ -41,8 +41,20 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   const initialQ = new URLSearchParams(props.search).get('q') ?? '';
   const [q, setQ] = useState(initialQ);
   const [activeQ, setActiveQ] = useState(initialQ);
-  const [cur, setCur] = useState(-1);
-  const [focus, setFocus] = useState(-1);
+  // cur and focus are mirrored in refs so that keys pressed faster than
+  // the page re-renders still step from the latest place.
+  const [cur, setCurState] = useState(-1);
+  const [focus, setFocusState] = useState(-1);
+  const curRef = useRef(-1);
+  const focusRef = useRef(-1);
+  const setCur = (n: number) => {
+    curRef.current = n;
+    setCurState(n);
+  };
+  const setFocus = (n: number) => {
+    focusRef.current = n;
+    setFocusState(n);
+  };
   const [raw, setRaw] = useState<ReadonlySet<number>>(new Set());
   const [composer, setComposer] = useState<{ address: string; quote: string } | null>(null);
   const [draft, setDraft] = useState('');
@@ -180,13 +192,15 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
 
   const step = (d: number) => {
     if (!steps.length) return;
-    const n = cur < 0 ? (d > 0 ? 0 : steps.length - 1) : (cur + d + steps.length) % steps.length;
+    const c = curRef.current;
+    const n = c < 0 || c >= steps.length ? (d > 0 ? 0 : steps.length - 1) : (c + d + steps.length) % steps.length;
     setCur(n);
     goToHighlight(steps[n]);
   };
   const moveEvent = (d: number) => {
     if (!trace?.events.length) return;
-    const from = focus >= 0 ? focus : (list.current?.first() ?? 0) - (d > 0 ? 1 : 0);
+    const f = focusRef.current;
+    const from = f >= 0 ? f : (list.current?.first() ?? 0) - (d > 0 ? 1 : 0);
     const n = Math.max(0, Math.min(trace.events.length - 1, from + d));
     setFocus(n);
     setTab('chat');
@@ -254,7 +268,10 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
     const text = addr ? fieldText(trace, addr) : undefined;
     if (text === undefined || u1 <= u0) return setSelBtn(null);
     const r = s.getRangeAt(0).getBoundingClientRect();
-    setSelBtn({ x: r.left + r.width / 2, y: r.bottom + 6, address: `${f}:${unitsToCp(text, u0)}-${unitsToCp(text, u1)}`, quote: text.slice(u0, u1) });
+    // Below the selection, or above it when that would leave the window.
+    const y = r.bottom + 40 < innerHeight ? r.bottom + 6 : Math.max(4, r.top - 36);
+    const x = Math.min(Math.max(r.left + r.width / 2, 110), innerWidth - 110);
+    setSelBtn({ x, y, address: `${f}:${unitsToCp(text, u0)}-${unitsToCp(text, u1)}`, quote: text.slice(u0, u1) });
   };
   // A click on a line number (raw view) comments on that line.
   const onClick = (e: MouseEvent) => {

@@ -1,0 +1,317 @@
+// End-to-end tests of the explorer in headless Chromium against a real
+// `lookout serve` (see harness.mjs). Each test saves a screenshot under
+// web/e2e/screenshots/.
+import assert from 'node:assert/strict';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { api, createDataset, launch, shared, shot, startServer, uploadFile, watch } from './harness.mjs';
+
+const airline = join(shared, 'corpus/openai/tau-bench/gpt-4o-airline.json');
+const seeds = join(shared, 'corpus/seeds');
+
+let srv, browser, page, problems;
+
+before(async () => {
+  srv = await startServer();
+  browser = await launch();
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  problems = watch(page);
+});
+
+after(async () => {
+  await browser?.close();
+  await srv?.stop();
+});
+
+/** inView reports whether the element's box is inside the window. */
+async function inView(locator) {
+  const box = await locator.boundingBox();
+  const vp = page.viewportSize();
+  return !!box && box.y >= 0 && box.y + Math.min(box.height, 40) <= vp.height && box.height > 0;
+}
+
+/** expect422 removes the one console error a deliberate 422 answer causes. */
+function expect422() {
+  const k = problems.findIndex((p) => /status of 422/.test(p));
+  assert.ok(k >= 0, 'the browser saw the 422 answer');
+  problems.splice(k, 1);
+}
+
+async function openFirstTrace(datasetName) {
+  await page.goto(`${srv.base}/datasets/local/${datasetName}`);
+  await page.locator('.trow[data-trace]').first().click();
+  await page.waitForSelector('.card[data-event="0"]');
+}
+
+describe('explorer', () => {
+  test('upload the tau-bench airline file from the home page, with progress', async () => {
+    await page.goto(srv.base + '/');
+    await page.waitForSelector('.home');
+    await page.setInputFiles('.upload input[type=file]', airline);
+    await page.fill('input[name=upload-name]', 'airline');
+    await page.click('.upload button:has-text("Upload")');
+    await page.waitForSelector('.upload progress');
+    const res = page.locator('.upload-result');
+    await res.waitFor({ timeout: 60000 });
+    assert.match(await res.textContent(), /Stored 200 traces in airline/);
+    const row = page.locator('tr[data-dataset="airline"]');
+    await row.waitFor();
+    assert.match(await row.textContent(), /200/);
+    await shot(page, 'home-upload');
+  });
+
+  test('an invalid upload is reported line by line and stores nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lookout-e2e-bad-'));
+    const bad = join(dir, 'bad.jsonl');
+    writeFileSync(bad, '[{"role": "user", "content": "fine"}]\n[{"role": "user", "content": 5}]\n{not json\n');
+    await page.goto(srv.base + '/');
+    await page.setInputFiles('.upload input[type=file]', bad);
+    await page.fill('input[name=upload-name]', 'broken');
+    await page.click('.upload button:has-text("Upload")');
+    await page.locator('.upload-error').waitFor();
+    assert.match(await page.locator('.upload-error').textContent(), /upload rejected, nothing stored/);
+    const lines = await page.locator('table.errors tbody tr td:first-child').allTextContents();
+    assert.ok(lines.includes('2'), `error lines ${lines}`);
+    assert.ok(lines.includes('3'), `error lines ${lines}`);
+    const ds = (await api(srv.base, 'GET', '/datasets?name=broken')).datasets;
+    assert.equal(ds.length === 0 ? 0 : ds[0].trace_count, 0);
+    await shot(page, 'upload-errors');
+  });
+
+  test('open a trace: tool calls and their outputs link to each other', async () => {
+    await openFirstTrace('airline');
+    const call = page.locator('.tool-call:has(a.to-output)').first();
+    await call.waitFor();
+    const callId = await call.getAttribute('data-call');
+    const callEvent = Number(await call.locator('xpath=ancestor::article').getAttribute('data-event'));
+    assert.ok(callId, 'the tool call has an id');
+    await call.locator('a.to-output').click();
+    const out = page.locator('.card.focused');
+    await out.waitFor();
+    const outEvent = Number(await out.getAttribute('data-event'));
+    assert.ok(outEvent > callEvent, `output ${outEvent} after call ${callEvent}`);
+    assert.equal(await out.locator('.r-tool').textContent(), 'tool');
+    assert.ok(await inView(out), 'the output card is on screen');
+    // and back from the output to its call
+    await out.locator('a.to-call').click();
+    await page.waitForSelector(`.card.focused[data-event="${callEvent}"]`);
+    assert.ok(await inView(page.locator(`.card[data-event="${callEvent}"]`)));
+    assert.ok(await page.locator(`.card[data-event="${callEvent}"] .tool-name`).textContent());
+    await shot(page, 'trace-view');
+  });
+
+  test('a line annotation is saved through the API and shown after reload', async () => {
+    await openFirstTrace('airline');
+    const card = page.locator('.card[data-event="1"]');
+    await card.locator('button.toggle-raw').click();
+    await card.locator('button.ln[data-line="0"]').click();
+    assert.equal(await page.locator('.composer-addr').textContent(), 'messages.1.content:L0');
+    await page.fill('.composer textarea', 'the user opens with the route');
+    await page.click('button.save-comment');
+    await page.locator('.ann:has-text("the user opens with the route")').waitFor();
+    const traceId = page.url().split('/traces/')[1].split(/[?#]/)[0];
+    const stored = await api(srv.base, 'GET', `/traces/${traceId}/annotations`);
+    assert.deepEqual(
+      stored.annotations.map((a) => [a.address, a.content]),
+      [['messages.1.content:L0', 'the user opens with the route']],
+    );
+    await page.reload();
+    await page.locator('.ann:has-text("the user opens with the route")').waitFor();
+    const mark = page.locator('.card[data-event="1"] mark.hl-annotation');
+    await mark.first().waitFor();
+    const firstLine = (await api(srv.base, 'GET', `/traces/${traceId}`)).events[1].content.split('\n')[0];
+    assert.equal((await mark.allTextContents()).join(''), firstLine);
+    assert.match(await mark.first().getAttribute('title'), /the user opens with the route/);
+    await shot(page, 'line-annotation');
+  });
+
+  test('a comment on a selected range lands on exactly those characters', async () => {
+    await openFirstTrace('airline');
+    // Select characters 4..12 of the first text piece of event 1.
+    const want = await page.evaluate(() => {
+      const span = document.querySelector('.card[data-event="1"] .rich [data-o]');
+      const text = span.firstChild;
+      const r = document.createRange();
+      r.setStart(text, 4);
+      r.setEnd(text, 12);
+      const s = getSelection();
+      s.removeAllRanges();
+      s.addRange(r);
+      span.dispatchEvent(new MouseEvent('mouseup', { bubbles: true }));
+      return { text: r.toString(), o: Number(span.dataset.o) };
+    });
+    await page.click('button.sel-comment');
+    const addr = await page.locator('.composer-addr').textContent();
+    assert.equal(addr, `messages.1.content:${want.o + 4}-${want.o + 12}`);
+    await page.fill('.composer textarea', 'range note');
+    await page.click('button.save-comment');
+    const mark = page.locator('.card[data-event="1"] mark.hl-annotation[title*="range note"]');
+    await mark.first().waitFor();
+    assert.equal((await mark.allTextContents()).join(''), want.text);
+    // edit and delete our own annotation
+    const annId = await page.locator('.ann:has-text("range note")').getAttribute('data-ann');
+    const ann = page.locator(`.ann[data-ann="${annId}"]`);
+    await ann.locator('button.edit').click();
+    await ann.locator('textarea').fill('range note, edited');
+    await ann.locator('button:has-text("Save")').click();
+    await page.locator('.ann:has-text("range note, edited")').waitFor();
+    await page.locator('.ann:has-text("range note, edited") button.delete').click();
+    await page.locator('.ann:has-text("range note")').waitFor({ state: 'detached' });
+    await shot(page, 'range-annotation');
+  });
+
+  test('thumbs up is stored as an annotation and shown on the event', async () => {
+    await openFirstTrace('airline');
+    await page.locator('.card[data-event="2"] button.rate[aria-label="thumbs up"]').click();
+    await page.locator('.card[data-event="2"] button.rate.on').waitFor();
+    const traceId = page.url().split('/traces/')[1].split(/[?#]/)[0];
+    const anns = (await api(srv.base, 'GET', `/traces/${traceId}/annotations`)).annotations;
+    assert.ok(anns.some((a) => a.address === 'messages.2' && a.extra?.rating === 1), JSON.stringify(anns));
+  });
+
+  test('search a word in the dataset and land on its highlight in the trace', async () => {
+    await page.goto(`${srv.base}/datasets/local/airline`);
+    await page.fill('.search-input', 'baggage');
+    await page.press('.search-input', 'Enter');
+    await page.locator('.search-status').waitFor();
+    const first = page.locator('.trow[data-trace]').first();
+    await first.waitFor();
+    await page.locator('.trow mark.hl-search').first().waitFor();
+    assert.match((await page.locator('.trow mark.hl-search').first().textContent()).toLowerCase(), /baggage/);
+    await shot(page, 'search-list');
+    await first.click();
+    const cur = page.locator('mark.hl-search.hl-current');
+    await cur.waitFor();
+    assert.equal((await cur.textContent()).toLowerCase(), 'baggage');
+    await page.waitForFunction(() => {
+      const r = document.querySelector('mark.hl-current').getBoundingClientRect();
+      return r.top >= 0 && r.bottom <= innerHeight;
+    });
+    assert.match(await page.locator('.hl-count').textContent(), /^1 \/ \d+/);
+    // n steps to the next highlight
+    await page.keyboard.press('n');
+    await page.waitForFunction(() => /^2 \//.test(document.querySelector('.hl-count').textContent));
+    assert.equal((await page.locator('mark.hl-current').first().textContent()).toLowerCase(), 'baggage');
+    await shot(page, 'search-highlight');
+  });
+
+  test('an address after # scrolls to the place and marks it; j/k move between events', async () => {
+    const list = await api(srv.base, 'GET', `/datasets/${(await api(srv.base, 'GET', '/datasets?name=airline')).datasets[0].id}/traces?limit=5`);
+    const id = list.traces[3].id;
+    const t = await api(srv.base, 'GET', `/traces/${id}`);
+    // a non-blank line after the first, in an event past the first screen
+    const k = t.events.findIndex((e, i) => i > 10 && typeof e.content === 'string' && e.content.split('\n').slice(1).some((l) => l.trim().length > 3));
+    assert.ok(k > 0, 'a multi-line event deep in the trace');
+    const lines = t.events[k].content.split('\n');
+    const L = lines.findIndex((l, i) => i > 0 && l.trim().length > 3);
+    await page.goto(`${srv.base}/traces/${id}#messages.${k}.content:L${L}`);
+    const target = page.locator(`.card[data-event="${k}"] mark.hl-target`);
+    await target.first().waitFor();
+    // the marked text is the line as rendered: markdown markup is not shown
+    const shown = lines[L].replace(/^\s*(\d+[.)]|[-*+]|#+|>)\s+/, '').replace(/[*_`]/g, '');
+    assert.equal((await target.allTextContents()).join('').replace(/[*_`]/g, ''), shown);
+    assert.ok(await inView(page.locator(`.card.focused[data-event="${k}"]`)));
+    await page.keyboard.press('j');
+    await page.waitForSelector(`.card.focused[data-event="${k + 1}"]`);
+    await page.keyboard.press('k');
+    await page.keyboard.press('k');
+    await page.waitForSelector(`.card.focused[data-event="${k - 1}"]`);
+    await shot(page, 'hash-address');
+  });
+
+  test('open the MLflow and Bedrock seed traces in the tree and timeline views', async () => {
+    const ds = await createDataset(srv.base, 'seeds');
+    const ml = await uploadFile(srv.base, ds.id, join(seeds, 'mlflow-bedrock-trace.json'));
+    const br = await uploadFile(srv.base, ds.id, join(seeds, 'bedrock-raw-mlflow-blog.json'));
+    const mlTrace = await api(srv.base, 'GET', `/traces/${ml.ids[0]}`);
+    // MLflow: spans with times.
+    await page.goto(`${srv.base}/traces/${ml.ids[0]}`);
+    await page.click('button.tab-tree');
+    await page.waitForSelector('.tree-row');
+    await page.click('button:has-text("Collapse all")');
+    const roots = await page.locator('.tree-row').count();
+    await page.click('button:has-text("Expand all")');
+    const all = await page.locator('.tree-row').count();
+    assert.equal(all, mlTrace.spans.length, 'expand all shows every span');
+    assert.ok(roots < all, `collapse all shows fewer rows (${roots} < ${all})`);
+    const kinds = await page.locator('.tree-row .badge.kind').allTextContents();
+    assert.ok(kinds.includes('CHAT_MODEL'), `kinds ${kinds}`);
+    assert.ok((await page.locator('.tree-row .lat').count()) > 0, 'latency shown');
+    // one node: collapse and expand
+    const rootRow = page.locator('.tree-row').first();
+    await rootRow.locator('button.caret').click();
+    assert.equal(await page.locator('.tree-row').count(), 1);
+    await rootRow.locator('button.caret').click();
+    assert.ok((await page.locator('.tree-row').count()) > 1);
+    // click a node: its details
+    const child = page.locator('.tree-row').nth(1);
+    const childId = await child.getAttribute('data-span');
+    await child.click();
+    await page.waitForSelector(`[data-span-details="${childId}"]`);
+    assert.match(await page.locator('.span-details').textContent(), /inputs|outputs|attributes/i);
+    await shot(page, 'tree-view');
+    await page.click('button.tab-timeline');
+    await page.waitForSelector('.tl-bar');
+    assert.equal(await page.locator('.tl-row').count(), (await page.locator('.tl-bar').count()));
+    const widths = await page.locator('.tl-bar').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().width));
+    assert.ok(Math.max(...widths) > 100, `the root bar spans the axis: ${widths}`);
+    await shot(page, 'timeline-view');
+
+    // Bedrock: a tree of phases; no times, so the timeline says so.
+    const brTrace = await api(srv.base, 'GET', `/traces/${br.ids[0]}`);
+    await page.goto(`${srv.base}/traces/${br.ids[0]}`);
+    await page.click('button.tab-tree');
+    await page.waitForSelector('.tree-row');
+    await page.click('button:has-text("Expand all")');
+    assert.equal(await page.locator('.tree-row').count(), brTrace.spans.length);
+    const brKinds = await page.locator('.tree-row .badge.kind').allTextContents();
+    assert.ok(brKinds.includes('pre-processing') || brKinds.includes('orchestration'), `kinds ${brKinds}`);
+    await page.locator('.tree-row').nth(1).click();
+    await page.waitForSelector('.span-details');
+    await shot(page, 'bedrock-tree');
+    await page.click('button.tab-timeline');
+    const hasTimes = brTrace.spans.some((s) => s.start_time && s.end_time);
+    if (hasTimes) await page.waitForSelector('.tl-bar');
+    else await page.waitForSelector('.timeline-empty');
+    await shot(page, 'bedrock-timeline');
+  });
+
+  test('run a policy over the dataset and see its highlight in a flagged trace', async () => {
+    await page.goto(`${srv.base}/datasets/local/airline`);
+    await page.fill('input[aria-label="policy name"]', 'baggage-talk');
+    await page.fill('textarea[aria-label="policy source"]', 'raise "mentions baggage" if:\n    (msg: Message)\n    msg.role == "assistant"\n    "baggage" in msg.content\n');
+    await page.click('button:has-text("Check syntax")');
+    assert.equal(await page.locator('.diags').count(), 0);
+    await page.click('button.run-policy');
+    await page.waitForFunction(() => /^checked 200\/200/.test(document.querySelector('.check-status')?.textContent ?? ''), null, { timeout: 120000 });
+    const status = await page.locator('.check-status').textContent();
+    const flagged = Number(status.match(/(\d+) flagged/)[1]);
+    assert.ok(flagged > 0 && flagged < 200, status);
+    await page.click('button.show-flagged');
+    await page.waitForFunction((n) => document.querySelectorAll('.trow[data-trace]').length === Math.min(n, 30) || document.querySelectorAll('.trow[data-trace]').length >= 10, flagged);
+    await shot(page, 'policy-run');
+    await page.locator('.trow[data-trace]').first().click();
+    const mark = page.locator('mark.hl-analyzer');
+    await page.click('.stepper button[title^="next"]');
+    await mark.first().waitFor();
+    assert.equal((await mark.first().textContent()).toLowerCase(), 'baggage');
+    assert.match(await mark.first().getAttribute('title'), /mentions baggage/);
+    await shot(page, 'policy-highlight');
+  });
+
+  test('a syntax error in a policy is shown at its line and column', async () => {
+    await page.goto(`${srv.base}/datasets/local/airline`);
+    await page.fill('textarea[aria-label="policy source"]', 'raise "x" if:\n    (msg: Message\n');
+    await page.click('button:has-text("Check syntax")');
+    await page.locator('.diags li').first().waitFor();
+    assert.match(await page.locator('.diags li').first().textContent(), /^2:5: /);
+    assert.equal(await page.locator('.gutter .gl.err').textContent(), '2');
+    expect422();
+  });
+
+  test('no console errors, page errors or dialogs during the run', () => {
+    assert.deepEqual(problems, []);
+  });
+});
