@@ -15,6 +15,7 @@ FUZZ_TARGETS := \
 	./internal/formats/snorkel:FuzzDecode \
 	./internal/formats/mlflow:FuzzDecode \
 	./internal/formats/bedrock:FuzzDecode \
+	./internal/formats/otlp:FuzzDecode \
 	./internal/formats:FuzzDetect \
 	./internal/trace:FuzzParseAddress \
 	./internal/trace:FuzzCanonical \

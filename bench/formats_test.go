@@ -44,8 +44,10 @@ func BenchmarkCorpus(b *testing.B) {
 		"snorkel":         {"seeds/snorkel-example.json"},
 		"mlflow":          {"seeds/mlflow-bedrock-trace.json"},
 		"bedrock":         {"bedrock/test_multi_agent_collaborator.json", "bedrock/test_knowledge_base_results.json"},
+		"otel": {"otel/langfuse/beeai-2025-08-01.trace.json", "otel/langfuse/csharp-agent-with-gemini-2026-03-09.trace.json",
+			"otel/langfuse/agno-2025-06-11.trace.json", "otel/langfuse/langgraph-js-2025-10-30.trace.json", "otel/any-agent/LLAMA_INDEX_trace.json"},
 	}
-	for _, name := range []string{"invariant-json", "invariant-jsonl", "swe-agent", "snorkel", "mlflow", "bedrock"} {
+	for _, name := range []string{"invariant-json", "invariant-jsonl", "swe-agent", "snorkel", "mlflow", "bedrock", "otel"} {
 		var inputs [][]byte
 		var size int64
 		for _, f := range files[name] {

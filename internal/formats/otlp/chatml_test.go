@@ -333,7 +333,6 @@ func checkEventsFromViews(t *testing.T, base string, tr *trace.Trace, byID map[s
 	}
 }
 
-
 // chatmlExplained lists the sides where Lookout's chat view differs from
 // Langfuse's on purpose, keyed "<file> <observation id> <input|output>".
 // Each reason is a row of the mapping table's "Where Lookout's chat view

@@ -128,13 +128,13 @@ func fatal(src decoding.Source, err error) *decoding.Error {
 
 // value reads one top-level value.
 func (d *decoder) value(v decoding.Value) *decoding.Error {
-	s := jsonscan.New(v.Data)
-	// JSON that does not parse is fatal, wherever it is.
-	if err := s.Skip(); err != nil {
+	// JSON that does not parse is fatal, wherever it is; shapeOf reads the
+	// whole value.
+	shape, err := shapeOf(v.Data)
+	if err != nil {
 		return fatal(v.Source, err)
 	}
-	shape := shapeOf(v.Data)
-	if d.shape != "" && shape != d.shape && (shape == "otlp" || shape == "span") {
+	if d.shape != "" && shape != d.shape {
 		e := v.Source.Errorf(0, "$", "a %s value after %s values: a file holds one kind of OpenTelemetry data", shapeName(shape), shapeName(d.shape))
 		return e
 	}
@@ -178,32 +178,45 @@ func shapeName(s string) string {
 	return s
 }
 
-// shapeOf tells which kind of value data is from its top-level keys.
-func shapeOf(data []byte) string {
+// shapeOf tells which kind of value data is from its top-level keys. It
+// reads the whole value: an error is JSON that does not parse.
+func shapeOf(data []byte) (string, error) {
 	s := jsonscan.New(data)
+	var keys map[string]bool
 	switch s.Peek() {
 	case jsonscan.Array:
-		return "spans"
+		if err := s.Skip(); err != nil {
+			return "", err
+		}
+		return "spans", s.End()
 	case jsonscan.Object:
+		keys = map[string]bool{}
+		err := s.Object(func(k string) error {
+			keys[k] = true
+			return s.Skip()
+		})
+		if err != nil {
+			return "", err
+		}
 	default:
-		return ""
+		if err := s.Skip(); err != nil {
+			return "", err
+		}
 	}
-	keys := map[string]bool{}
-	_ = s.Object(func(k string) error {
-		keys[k] = true
-		return s.Skip()
-	})
+	if err := s.End(); err != nil {
+		return "", err
+	}
 	switch {
 	case keys["resourceSpans"] || keys["resource_spans"]:
-		return "otlp"
+		return "otlp", nil
 	case keys["observations"] && keys["trace"]:
-		return "langfuse"
+		return "langfuse", nil
 	case keys["spans"]:
-		return "spans"
+		return "spans", nil
 	case keys["context"] || keys["span_id"] && keys["trace_id"]:
-		return "span"
+		return "span", nil
 	}
-	return ""
+	return "", nil
 }
 
 // gather reads the spans of one value into pending.
@@ -581,16 +594,19 @@ func langfuseObservation(s *jsonscan.Scanner, sp *Span, traceID string) error {
 }
 
 // oneLevel decodes a Langfuse field that holds JSON as text; text that is
-// not JSON stays a string; null is nil.
+// not JSON stays a string; null is nil. raw is valid JSON.
 func oneLevel(raw []byte) json.RawMessage {
-	v := parseVal(raw)
-	if v == nil || v.isNull() {
+	s := jsonscan.New(raw)
+	switch s.Peek() {
+	case jsonscan.Null:
 		return nil
-	}
-	if v.isStr() {
-		t := strings.TrimSpace(v.str)
-		if t != "" && jsonscan.Valid([]byte(t)) {
-			return trace.Compact([]byte(t))
+	case jsonscan.String:
+		t, err := s.String("value")
+		if err != nil {
+			return nil
+		}
+		if b := []byte(strings.TrimSpace(t)); len(b) > 0 && jsonscan.Valid(b) {
+			return trace.Compact(b)
 		}
 	}
 	return trace.Compact(raw)

@@ -51,19 +51,20 @@ type deriver struct {
 // messages. A trace with no model call at all takes its events from the
 // outermost spans whose input or output are messages.
 func selectSpans(nodes []*node) []*node {
-	// A model call with messages below it (post-order: children come after
-	// parents in nodes, so walk backwards).
+	// nodes are in tree order: parents before children. below: a model
+	// call with messages is below the span (filled walking backwards);
+	// llmAbove: a model call is above it (filled walking forwards).
 	below := make(map[*node]bool, len(nodes))
-	above := make(map[*node]bool, len(nodes))
 	for i := len(nodes) - 1; i >= 0; i-- {
 		n := nodes[i]
 		if n.parent != nil && (below[n] || n.kind == KindLLM && n.structured) {
 			below[n.parent] = true
 		}
 	}
+	llmAbove := make(map[*node]bool, len(nodes))
 	for _, n := range nodes {
-		if n.parent != nil && (above[n.parent] || n.parent.kind == KindLLM && n.parent.structured) {
-			above[n] = true
+		if p := n.parent; p != nil && (llmAbove[p] || p.kind == KindLLM) {
+			llmAbove[n] = true
 		}
 	}
 	var out []*node
@@ -72,10 +73,10 @@ func selectSpans(nodes []*node) []*node {
 		switch {
 		case n.kind == KindTool:
 			out = append(out, n)
-		case n.kind == KindLLM && n.structured && !hasLLMBelow(n, below):
+		case n.kind == KindLLM && n.structured && !below[n]:
 			out = append(out, n)
 			llm = true
-		case n.kind == KindLLM && !n.structured && !below[n] && !above[n] && !llmAncestor(n):
+		case n.kind == KindLLM && !n.structured && !below[n] && !llmAbove[n]:
 			out = append(out, n)
 			llm = true
 		}
@@ -85,40 +86,17 @@ func selectSpans(nodes []*node) []*node {
 	}
 	// No model call: the outermost spans with messages.
 	out = out[:0]
-	withMsgs := map[*node]bool{}
+	msgsAbove := make(map[*node]bool, len(nodes))
 	for _, n := range nodes {
-		if n.kind == KindTool {
-			out = append(out, n)
-			continue
+		hasMsgs := n.kind != KindTool && n.structured && len(n.in)+len(n.out) > 0
+		if p := n.parent; p != nil && (msgsAbove[p] || p.kind != KindTool && p.structured && len(p.in)+len(p.out) > 0) {
+			msgsAbove[n] = true
 		}
-		if !n.structured || len(n.in)+len(n.out) == 0 {
-			continue
-		}
-		inner := false
-		for p := n.parent; p != nil; p = p.parent {
-			if withMsgs[p] {
-				inner = true
-				break
-			}
-		}
-		withMsgs[n] = true
-		if !inner {
+		if n.kind == KindTool || hasMsgs && !msgsAbove[n] {
 			out = append(out, n)
 		}
 	}
 	return out
-}
-
-// hasLLMBelow reports whether a model call with messages is below n.
-func hasLLMBelow(n *node, below map[*node]bool) bool { return below[n] }
-
-func llmAncestor(n *node) bool {
-	for p := n.parent; p != nil; p = p.parent {
-		if p.kind == KindLLM {
-			return true
-		}
-	}
-	return false
 }
 
 func deriveEvents(nodes []*node) []trace.Event {

@@ -142,8 +142,9 @@ func resourceSpans(s *jsonscan.Scanner, add func(located), bad func(*jsonscan.Er
 		return err
 	}
 	for _, r := range scopes {
+		base := r.start
 		err := sub(s.Data(), r.start, r.end, scopeKey, func(ss *jsonscan.Scanner) error {
-			return ss.Array(func(int) error { return scopeSpans(ss, res, add, bad) })
+			return ss.Array(func(int) error { return scopeSpans(ss, base, res, add, bad) })
 		})
 		if err != nil {
 			return err
@@ -152,7 +153,9 @@ func resourceSpans(s *jsonscan.Scanner, add func(located), bad func(*jsonscan.Er
 	return nil
 }
 
-func scopeSpans(s *jsonscan.Scanner, res []Attr, add func(located), bad func(*jsonscan.Error, string)) error {
+// scopeSpans reads one scopeSpans element from s, which scans the document
+// from offset base.
+func scopeSpans(s *jsonscan.Scanner, base int, res []Attr, add func(located), bad func(*jsonscan.Error, string)) error {
 	if err := s.Expect(jsonscan.Object, "scopeSpans element"); err != nil {
 		return err
 	}
@@ -212,10 +215,11 @@ func scopeSpans(s *jsonscan.Scanner, res []Attr, add func(located), bad func(*js
 	}
 	for _, r := range spans {
 		var l located
-		l.off, l.path = r.start, r.path
+		l.off, l.path = base+r.start, r.path
 		l.Resource, l.Scope = res, sc
 		err := sub(s.Data(), r.start, r.end, r.path, func(ss *jsonscan.Scanner) error { return otlpSpan(ss, &l.Span) })
 		if e, ok := err.(*jsonscan.Error); ok {
+			e.Offset += base
 			bad(e, l.TraceID)
 			continue
 		}
