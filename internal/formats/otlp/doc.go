@@ -120,8 +120,8 @@
 //	|                                                         | message each (tool_call_id = the part's id; a list of    |
 //	|                                                         | ids, as Microsoft's Agent Framework writes, gives its    |
 //	|                                                         | last); other parts kept as they are                      |
-//	| Anthropic content blocks                                | text blocks stay parts; tool_use: a tool call; tool_result|
-//	|                                                         | a tool message                                           |
+//	| Anthropic content blocks; Vercel AI SDK parts           | text blocks stay parts; tool_use and tool-call: a tool   |
+//	|                                                         | call; tool_result and tool-result: a tool message        |
 //	| LangChain {type: human|ai|system|tool, content,         | role from type (human: user, ai: assistant); tool calls  |
 //	|   additional_kwargs.tool_calls, tool_calls}, and the    | from tool_calls or additional_kwargs.tool_calls          |
 //	|   serialized {lc, type: constructor, id, kwargs}        |                                                          |
@@ -177,7 +177,7 @@
 //     the tool output (none when the span has no result). A call the model
 //     made without an id takes the tool span's call id (else its span id).
 //     A tool span that answers no call emits an assistant tool call and its
-//     output.
+//     output, or nothing when it has neither arguments nor a result.
 //   - Nested model calls (an SDK wrapper around the provider call, one call
 //     instrumented twice): the innermost ones whose view came from message
 //     shapes give the events; a model call whose view is plain text gives

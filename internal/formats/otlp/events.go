@@ -292,6 +292,9 @@ func (d *deriver) tool(n *node) {
 		d.events = append(d.events, out)
 		return
 	}
+	if ti.args == nil && !ti.hasResult {
+		return // nothing to show (BeeAI's tool ".finish" spans)
+	}
 	id := ti.id
 	if id == "" {
 		id = n.sp.SpanID

@@ -343,10 +343,17 @@ func message(v *val, defRole string) ([]trace.Event, bool) {
 	if n, ok := v.get("name").text(); ok && n != "" {
 		e.Extra = append(e.Extra, trace.Field{Key: "name", Value: trace.AppendString(nil, n)})
 	}
-	if len(extra) > 0 && e.Content.Kind == trace.ContentAbsent && len(e.ToolCalls) == 0 {
-		return extra, true // the message held only tool results
+	if onlyResults(extra, &e) {
+		return extra, true
 	}
 	return append(extra, e), true
+}
+
+// onlyResults reports whether a message held tool results and nothing
+// else, so that it is replaced by them.
+func onlyResults(results []trace.Event, e *trace.Event) bool {
+	return len(results) > 0 && len(e.ToolCalls) == 0 &&
+		(e.Content.Kind == trace.ContentAbsent || e.Content.Kind == trace.ContentNull)
 }
 
 // langchainMessage reads a LangChain message ({type|role, content,
@@ -386,6 +393,9 @@ func langchainMessage(v *val, role string) ([]trace.Event, bool) {
 	}
 	if n, ok := v.get("name").text(); ok && n != "" {
 		e.Extra = append(e.Extra, trace.Field{Key: "name", Value: trace.AppendString(nil, n)})
+	}
+	if onlyResults(extra, &e) {
+		return extra, true
 	}
 	return append(extra, e), true
 }
@@ -468,6 +478,16 @@ func contentParts(items []*val, role string) (trace.Content, []trace.ToolCall, [
 			continue
 		case "tool_result":
 			results = append(results, trace.Event{Role: "tool", ToolCallID: it.getStr("tool_use_id"), Content: resultContent(it.get("content"))})
+			continue
+		case "tool-call": // Vercel AI SDK
+			calls = append(calls, toolCall(it.getStr("toolCallId"), it.getStr("toolName"), firstOf(it.get("input"), it.get("args"))))
+			continue
+		case "tool-result":
+			out := firstOf(it.get("output"), it.get("result"))
+			if out.isObj() && out.has("type") && out.has("value") && len(out.obj) == 2 {
+				out = out.get("value") // AI SDK 5: {type: json|text, value}
+			}
+			results = append(results, trace.Event{Role: "tool", ToolCallID: it.getStr("toolCallId"), Content: textOf(out)})
 			continue
 		}
 		c.Parts = append(c.Parts, rawPart(it))
