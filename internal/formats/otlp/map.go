@@ -49,7 +49,9 @@ func Map(spans []Span) ([]*trace.Trace, error) {
 // the span (its index in spans), for: spans of different trace ids; a span
 // id that is empty or holds '.' (addresses are dotted: spans.<id>...); a
 // span id used twice; a parent chain that loops; an end time before the
-// start time; an attribute value that is not JSON.
+// start time; a time outside the years 0000-9999 (which RFC 3339 cannot
+// write); a value that is not JSON (attributes of the span, its events,
+// links, resource and scope, Input, Output, Extra).
 func MapTrace(spans []Span) (*trace.Trace, error) {
 	idx := make([]int, len(spans))
 	for i := range idx {
@@ -136,14 +138,12 @@ func mapNodes(spans []Span, idx []int) (*trace.Trace, []*node, *Problem) {
 		case !sp.Start.IsZero() && !sp.End.IsZero() && sp.End.Before(sp.Start):
 			return nil, nil, prob("ends (%s) before it starts (%s)", sp.End.UTC().Format(time.RFC3339Nano), sp.Start.UTC().Format(time.RFC3339Nano))
 		}
-		for _, a := range sp.Attributes {
-			if !jsonscan.Valid(a.Value) {
-				return nil, nil, prob("attribute %q: the value is not JSON", a.Key)
-			}
+		if where, key := invalidJSON(sp); where != "" {
+			return nil, nil, prob("%s %q: the value is not JSON", where, key)
 		}
-		for _, raw := range []json.RawMessage{sp.Input, sp.Output} {
-			if raw != nil && !jsonscan.Valid(raw) {
-				return nil, nil, prob("the input or output payload is not JSON")
+		for _, tm := range []time.Time{sp.Start, sp.End} {
+			if y := tm.UTC().Year(); !tm.IsZero() && (y < 0 || y > 9999) {
+				return nil, nil, prob("time %s is outside the years 0000-9999", tm.UTC())
 			}
 		}
 		if prev, dup := byID[sp.SpanID]; dup {
@@ -174,6 +174,46 @@ func mapNodes(spans []Span, idx []int) (*trace.Trace, []*node, *Problem) {
 	}
 	t.Events = deriveEvents(ordered)
 	return t, ordered, nil
+}
+
+// invalidJSON names a value of sp that is not JSON: every attribute,
+// event, link, resource and scope attribute, the payloads and the extras.
+func invalidJSON(sp *Span) (where, key string) {
+	lists := []struct {
+		what  string
+		attrs []Attr
+	}{{"attribute", sp.Attributes}, {"resource attribute", sp.Resource}, {"scope attribute", sp.Scope.Attributes}}
+	for _, e := range sp.Events {
+		lists = append(lists, struct {
+			what  string
+			attrs []Attr
+		}{"event attribute", e.Attributes})
+	}
+	for _, l := range sp.Links {
+		lists = append(lists, struct {
+			what  string
+			attrs []Attr
+		}{"link attribute", l.Attributes})
+	}
+	for _, l := range lists {
+		for _, a := range l.attrs {
+			if !jsonscan.Valid(a.Value) {
+				return l.what, a.Key
+			}
+		}
+	}
+	if sp.Input != nil && !jsonscan.Valid(sp.Input) {
+		return "payload", "input"
+	}
+	if sp.Output != nil && !jsonscan.Valid(sp.Output) {
+		return "payload", "output"
+	}
+	for _, f := range sp.Extra {
+		if !jsonscan.Valid(f.Value) {
+			return "extra", f.Key
+		}
+	}
+	return "", ""
 }
 
 // tree orders spans parents before children, siblings (and roots) by start

@@ -296,6 +296,8 @@ func TestMapProblems(t *testing.T) {
 		{"empty id", []Span{{TraceID: "t2"}}, 1, "no span id"},
 		{"end before start", []Span{{TraceID: "t2", SpanID: "x", Start: time1(5), End: time1(4)}}, 1, "before it starts"},
 		{"attribute not JSON", []Span{{TraceID: "t2", SpanID: "x", Attributes: []Attr{{Key: "k", Value: []byte("{")}}}}, 1, "not JSON"},
+		{"event attribute not JSON", []Span{{TraceID: "t2", SpanID: "x", Events: []Event{{Attributes: []Attr{{Key: "k"}}}}}}, 1, `event attribute "k"`},
+		{"year 10000", []Span{{TraceID: "t2", SpanID: "x", Start: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}, 1, "0000-9999"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
