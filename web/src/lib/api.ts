@@ -37,6 +37,20 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
 
 const enc = encodeURIComponent;
 
+// A trace requested before the page renders (main.tsx starts the fetch as
+// soon as the script runs), taken once by the trace page.
+const prefetched = new Map<string, Promise<Trace>>();
+
+export function prefetchTrace(id: string) {
+  if (!prefetched.has(id)) prefetched.set(id, request<Trace>('GET', `/traces/${enc(id)}`));
+}
+
+function takeTrace(id: string): Promise<Trace> {
+  const p = prefetched.get(id);
+  prefetched.delete(id);
+  return p ?? request<Trace>('GET', `/traces/${enc(id)}`);
+}
+
 export const api = {
   me: () => request<Me>('GET', '/me'),
   login: (name: string, password: string) => request<unknown>('POST', '/login', { name, password }),
@@ -57,6 +71,8 @@ export const api = {
       `/datasets/${enc(id)}/traces?limit=${limit}${cursor ? '&cursor=' + enc(cursor) : ''}`,
     ),
   trace: (id: string) => request<Trace>('GET', `/traces/${enc(id)}`),
+  /** openTrace is trace, using a prefetched answer when there is one. */
+  openTrace: (id: string) => takeTrace(id),
   annotations: async (traceId: string) =>
     (await request<{ annotations: Annotation[] }>('GET', `/traces/${enc(traceId)}/annotations`)).annotations,
   createAnnotation: (traceId: string, a: { address: string; content: string; source?: string; extra?: Record<string, unknown> }) =>

@@ -73,8 +73,9 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   const loadAnns = () => api.annotations(id).then(setAnns, (e) => setErr(e.message));
   useEffect(() => {
     performance.mark('lookout:trace-fetch');
-    api.trace(id).then(
+    api.openTrace(id).then(
       (t) => {
+        performance.mark('lookout:trace-loaded');
         setTrace(t);
         if (!(t.events ?? []).length && (t.spans ?? []).length) setTab('tree');
       },
