@@ -486,17 +486,19 @@ func DecodeSpans(s *jsonscan.Scanner) ([]Span, error) {
 				return optString(s, &sp.Execution, &sp.Extra, key)
 			case "start_time", "end_time":
 				var v string
+				s.Peek() // skip space so the error points at the value
+				at := s.Offset()
 				if v, err = s.String(key); err != nil {
 					return err
 				}
 				tm, perr := time.Parse(time.RFC3339Nano, v)
 				if perr != nil {
-					return s.Errorf("%s must be an RFC 3339 time, not %q", key, v)
+					return s.ErrorAt(at, "%s must be an RFC 3339 time, not %q", key, v)
 				}
 				// Times are kept in UTC; an offset must not push the year
 				// out of the four digits RFC 3339 can write back.
 				if y := tm.UTC().Year(); y < 0 || y > 9999 {
-					return s.Errorf("%s %q is outside the years 0000-9999 in UTC", key, v)
+					return s.ErrorAt(at, "%s %q is outside the years 0000-9999 in UTC", key, v)
 				}
 				if key == "start_time" {
 					sp.Start = tm

@@ -275,7 +275,7 @@ func TestDecodeShapesAndErrors(t *testing.T) {
 		{
 			name: "span time that canonical JSON cannot write back",
 			in:   `{"messages": [], "spans": [{"id": "a", "start_time": "2024-01-01T00:00:00+01:00"}, {"id": "s", "end_time": "0000-01-01T00:00:00+01:00"}]}`,
-			errs: []wantErr{{1, `"0000-01-01`, "$.spans[1].end_time", "end_time 0000-01-01T00:00:00+01:00 is outside the years 0000-9999 once in UTC", false, 0}},
+			errs: []wantErr{{1, `"0000-01-01`, "$.spans[1].end_time", `end_time "0000-01-01T00:00:00+01:00" is outside the years 0000-9999 in UTC`, false, 0}},
 		},
 		{
 			name:   "byte order mark",

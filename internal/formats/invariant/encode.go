@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -223,4 +224,11 @@ func (e *Encoder) Flush() error {
 		}
 	}
 	return nil
+}
+
+// writableYear reports whether RFC 3339 can write t once in UTC, as
+// canonical JSON does: only four-digit years.
+func writableYear(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 0 && y <= 9999
 }

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
@@ -83,12 +81,8 @@ func (d *decoder) decodeTraceObject(s *jsonscan.Scanner, tr *trace.Trace, info *
 				tr.Spans = nil
 				return s.Null()
 			}
-			start := s.Offset()
 			sp, err := trace.DecodeSpans(s)
 			tr.Spans = sp
-			if err == nil {
-				err = checkSpanTimes(s, start, sp)
-			}
 			return err
 		case "role":
 			info.role = true
@@ -726,52 +720,4 @@ func kindName(k jsonscan.Kind) string {
 		return "invalid JSON"
 	}
 	return "a " + k.String()
-}
-
-// checkSpanTimes rejects span times that canonical JSON cannot write back:
-// trace.AppendSpans writes times in UTC, and RFC 3339 has four-digit years,
-// so "0000-01-01T00:00:00+01:00" would come out as a year -1 that
-// trace.DecodeSpans refuses. (A local guard; the check belongs in
-// trace.DecodeSpans.) The spans array starts at offset start of s.
-func checkSpanTimes(s *jsonscan.Scanner, start int, spans []trace.Span) error {
-	for i := range spans {
-		for _, f := range [...]struct {
-			key string
-			t   time.Time
-		}{{"start_time", spans[i].Start}, {"end_time", spans[i].End}} {
-			if f.t.IsZero() || writableYear(f.t) {
-				continue
-			}
-			off, path := locateMember(s.Data()[start:], i, f.key)
-			return &jsonscan.Error{Offset: start + off, Path: s.Path() + path,
-				Msg: fmt.Sprintf("%s %s is outside the years 0000-9999 once in UTC", f.key, f.t.Format(time.RFC3339Nano))}
-		}
-	}
-	return nil
-}
-
-func writableYear(t time.Time) bool {
-	y := t.UTC().Year()
-	return y >= 0 && y <= 9999
-}
-
-// locateMember finds the value of member key of element i of the array
-// data: its offset in data and its path relative to the array.
-func locateMember(data []byte, i int, key string) (int, string) {
-	p := jsonscan.New(data)
-	off := 0
-	_ = p.Array(func(j int) error {
-		if j != i {
-			return p.Skip()
-		}
-		off = p.Offset()
-		return p.Object(func(k string) error {
-			if k == key {
-				off = p.Offset()
-				return errStop
-			}
-			return p.Skip()
-		})
-	})
-	return off, "[" + strconv.Itoa(i) + "]." + key
 }
