@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -191,7 +192,12 @@ func HashPassword(password string) (string, error) {
 
 // dummyHash is compared against when a login names no user, so that the
 // answer takes as long as for a wrong password.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("lookout-dummy-password"), bcrypt.DefaultCost)
+// It is made on first use: bcrypt takes tens of milliseconds, which every
+// lookout command (check, validate, ...) would otherwise pay at start.
+var dummyHash = sync.OnceValue(func() []byte {
+	h, _ := bcrypt.GenerateFromPassword([]byte("lookout-dummy-password"), bcrypt.DefaultCost)
+	return h
+})
 
 type userJSON struct {
 	ID   string `json:"id"`
@@ -209,7 +215,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *principal) err
 	wrong := errorf(http.StatusUnauthorized, codeUnauthorized, "wrong user name or password")
 	u, err := s.st.UserByName(r.Context(), name)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && u.PasswordHash == "") {
-		bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		bcrypt.CompareHashAndPassword(dummyHash(), []byte(password))
 		return wrong
 	}
 	if err != nil {
