@@ -7,12 +7,14 @@
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Kind is the type of the next JSON value.
@@ -357,8 +359,30 @@ func (s *Scanner) readString() (string, error) {
 	return "", s.Errorf("unexpected end of JSON input in string")
 }
 
+// closingQuote returns the offset of the quote that ends the string holding
+// offset i (past any escaped quotes), or len(data) when there is none.
+func closingQuote(data []byte, i int) int {
+	for {
+		k := bytes.IndexByte(data[i:], '"')
+		if k < 0 {
+			return len(data)
+		}
+		q := i + k
+		bs := 0
+		for p := q - 1; p >= 0 && data[p] == '\\'; p-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+}
+
 func (s *Scanner) readEscaped(start, i int) (string, error) {
-	buf := make([]byte, 0, i-start+16)
+	// Unescaping never lengthens a string, so the bytes up to the closing
+	// quote are enough room: one allocation, no regrowing for long texts.
+	buf := make([]byte, 0, closingQuote(s.data, i)-start)
 	buf = append(buf, s.data[start:i]...)
 	for i < len(s.data) {
 		c := s.data[i]
@@ -368,7 +392,9 @@ func (s *Scanner) readEscaped(start, i int) (string, error) {
 			if !utf8.Valid(buf) {
 				return toValidUTF8(buf), nil
 			}
-			return string(buf), nil
+			// buf is ours alone and never written again: hand it over
+			// rather than copy it (halves the memory escaped strings take).
+			return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
 		case c < 0x20:
 			s.pos = i
 			return "", s.Errorf("invalid control character 0x%02x in string", c)

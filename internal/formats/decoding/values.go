@@ -26,8 +26,14 @@ type ValueReader struct {
 	// JSONL, so a newline inside an unclosed value ends it with an error
 	// instead of letting one broken line swallow the rest of the file.
 	lines bool
+	mark  *readerMark
 	// MaxValue bounds one value's size; 0 means no bound.
 	MaxValue int
+}
+
+type readerMark struct {
+	beg, line, col int
+	lines          bool
 }
 
 // NewValueReader reads values from r; file names the input in errors.
@@ -45,14 +51,124 @@ type Value struct {
 // At the end of input it returns io.EOF. Bytes that cannot start or finish a
 // value give an *Error with the position.
 func (vr *ValueReader) Next(index int) (Value, error) {
-	// Skip white space (and a UTF-8 byte order mark at the very start).
+	if err := vr.skipSpace(); err != nil {
+		return Value{}, err
+	}
+	if vr.beg == vr.end {
+		return Value{}, io.EOF
+	}
+	n, err := vr.scanValue()
+	if err != nil {
+		return Value{}, err
+	}
+	v := vr.take(n, index)
+	if v.Line == vr.line {
+		vr.lines = true
+	}
+	return v, nil
+}
+
+// take hands out the n bytes at beg as a value and moves past them.
+func (vr *ValueReader) take(n, index int) Value {
+	v := Value{Source: Source{File: vr.file, Data: vr.buf[vr.beg : vr.beg+n], Line: vr.line, Col: vr.col}, Index: index}
+	nl := bytes.Count(v.Data, []byte{'\n'})
+	if nl > 0 {
+		vr.line += nl
+		vr.col = n - bytes.LastIndexByte(v.Data, '\n')
+	} else {
+		vr.col += n
+	}
+	vr.beg += n
+	return v
+}
+
+// PeekByte returns the first byte of the next value without consuming it,
+// or io.EOF at the end of input.
+func (vr *ValueReader) PeekByte() (byte, error) {
+	if err := vr.skipSpace(); err != nil {
+		return 0, err
+	}
+	if vr.beg == vr.end {
+		return 0, io.EOF
+	}
+	return vr.buf[vr.beg], nil
+}
+
+// Mark remembers the current position so that Rewind can return to it:
+// until Unmark or Rewind the reader keeps every byte from there on.
+func (vr *ValueReader) Mark() {
+	vr.mark = &readerMark{beg: vr.beg, line: vr.line, col: vr.col, lines: vr.lines}
+}
+
+// Unmark forgets the position Mark remembered.
+func (vr *ValueReader) Unmark() { vr.mark = nil }
+
+// Rewind returns to the position Mark remembered, forgetting any structural
+// error met since (an I/O error stays).
+func (vr *ValueReader) Rewind() {
+	m := vr.mark
+	vr.mark = nil
+	vr.beg, vr.line, vr.col, vr.lines = m.beg, m.line, m.col, m.lines
+	if e, ok := vr.err.(*Error); ok && !strings.HasPrefix(e.Msg, "read: ") {
+		vr.err = nil
+	}
+}
+
+// EnterArray consumes the '[' that PeekByte just returned, so that
+// NextElement reads the array's elements one at a time: a list of a million
+// runs then never has to be in memory at once.
+func (vr *ValueReader) EnterArray() {
+	vr.beg++
+	vr.col++
+}
+
+// NextElement returns element index of the array entered with EnterArray,
+// or io.EOF after its closing ']'. what names the array in errors ("the list
+// of runs").
+func (vr *ValueReader) NextElement(index int, what string) (Value, error) {
+	if err := vr.skipSpace(); err != nil {
+		return Value{}, err
+	}
+	if vr.beg == vr.end {
+		return Value{}, vr.errAt(0, "unexpected end of input inside %s", what)
+	}
+	switch c := vr.buf[vr.beg]; {
+	case c == ']':
+		vr.beg++
+		vr.col++
+		return Value{}, io.EOF
+	case index > 0 && c != ',':
+		return Value{}, vr.errAt(0, "expected ',' or ']' after element %d of %s", index-1, what)
+	case index > 0:
+		vr.beg++
+		vr.col++
+		if err := vr.skipSpace(); err != nil {
+			return Value{}, err
+		}
+		if vr.beg == vr.end {
+			return Value{}, vr.errAt(0, "unexpected end of input inside %s", what)
+		}
+		if vr.buf[vr.beg] == ']' {
+			return Value{}, vr.errAt(0, "expected element %d of %s after ',', not ']'", index, what)
+		}
+	}
+	n, err := vr.scanValue()
+	if err != nil {
+		return Value{}, err
+	}
+	return vr.take(n, index), nil
+}
+
+// skipSpace moves past white space (and a UTF-8 byte order mark at the very
+// start), reading more input as needed.
+func (vr *ValueReader) skipSpace() error {
 	for {
 		if vr.beg == vr.end {
 			if err := vr.fill(); err != nil {
-				return Value{}, err
+				return err
 			}
 			if vr.beg == vr.end {
-				return Value{}, io.EOF
+				return nil
 			}
 		}
 		c := vr.buf[vr.beg]
@@ -70,7 +186,7 @@ func (vr *ValueReader) Next(index int) (Value, error) {
 		if c == 0xEF && vr.line == 1 && vr.col == 1 {
 			if vr.end-vr.beg < 3 {
 				if err := vr.fill(); err != nil {
-					return Value{}, err
+					return err
 				}
 			}
 			if vr.end-vr.beg >= 3 && bytes.Equal(vr.buf[vr.beg:vr.beg+3], []byte{0xEF, 0xBB, 0xBF}) {
@@ -78,23 +194,16 @@ func (vr *ValueReader) Next(index int) (Value, error) {
 				continue
 			}
 		}
-		break
+		return nil
 	}
-	n, err := vr.scanValue()
-	if err != nil {
-		return Value{}, err
+}
+
+// keepFrom is the first byte fill must keep.
+func (vr *ValueReader) keepFrom() int {
+	if vr.mark != nil {
+		return vr.mark.beg
 	}
-	v := Value{Source: Source{File: vr.file, Data: vr.buf[vr.beg : vr.beg+n], Line: vr.line, Col: vr.col}, Index: index}
-	nl := bytes.Count(v.Data, []byte{'\n'})
-	if nl > 0 {
-		vr.line += nl
-		vr.col = n - bytes.LastIndexByte(v.Data, '\n')
-	} else {
-		vr.col += n
-		vr.lines = true
-	}
-	vr.beg += n
-	return v, nil
+	return vr.beg
 }
 
 // fill reads more input, keeping buf[beg:end] and growing buf when full.
@@ -105,10 +214,13 @@ func (vr *ValueReader) fill() error {
 	if vr.eof {
 		return nil
 	}
-	if vr.beg > 0 {
-		copy(vr.buf[:cap(vr.buf)], vr.buf[vr.beg:vr.end])
-		vr.end -= vr.beg
-		vr.beg = 0
+	if keep := vr.keepFrom(); keep > 0 {
+		copy(vr.buf[:cap(vr.buf)], vr.buf[keep:vr.end])
+		vr.end -= keep
+		vr.beg -= keep
+		if vr.mark != nil {
+			vr.mark.beg -= keep
+		}
 	}
 	if vr.end == cap(vr.buf) {
 		if vr.MaxValue > 0 && vr.end >= vr.MaxValue {

@@ -190,6 +190,9 @@ func (d *decoder) asError(err error) *decoding.Error {
 // start reads the first value and decides the shape of the input.
 func (d *decoder) start() {
 	d.started = true
+	if c, err := d.vr.PeekByte(); err == nil && c == '[' && d.streamRuns() {
+		return
+	}
 	v0, err := d.vr.Next(0)
 	if err == io.EOF {
 		d.done = true
@@ -203,10 +206,7 @@ func (d *decoder) start() {
 	d.oneLine = !multiLine(v0.Data)
 	switch firstByte(v0.Data) {
 	case '[':
-		if isRunList(v0.Data) {
-			d.startRuns(v0)
-			return
-		}
+		// Not a list of runs (streamRuns would have taken it): an event list.
 	case '{':
 		k := probeKeys(v0.Data)
 		if k.messages {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strconv"
 	"strings"
 	"unicode"
@@ -197,7 +198,12 @@ func isRunList(data []byte) bool {
 	if i >= len(data) || data[i] != '[' {
 		return false
 	}
-	i = skipSpace(data, i+1)
+	return isRun(data, skipSpace(data, i+1))
+}
+
+// isRun tells whether the object at data[i:] is a run: it holds its events
+// under "traj" or "messages" and is not itself an event.
+func isRun(data []byte, i int) bool {
 	var role, list bool
 	ok := scanKeys(data, i, func(key []byte, value byte) {
 		switch string(key) {
@@ -349,81 +355,77 @@ func skipValueAt(data []byte, i int) int {
 	return -1
 }
 
-// runList is a top-level list of runs, read one element per Next.
+// runList is a top-level list of runs, read one element per Next straight
+// from the reader, so that the list is never in memory whole.
 type runList struct {
-	src decoding.Source // the whole array; aliases the reader's buffer
-	off int             // where the next element starts (after '[' or ',')
-	i   int
-	// pos is an offset whose line and column are known, so that placing an
-	// error costs the bytes since the last one, not all before it.
-	pos, line, col int
+	first *decoding.Value // element 0, read to tell the shape
+	i     int
 }
 
-// sourceAt is the part of the list from off on, placed in the file; off
-// must not decrease from call to call.
-func (r *runList) sourceAt(off int) decoding.Source {
-	seg := r.src.Data[r.pos:off]
-	if nl := bytes.Count(seg, []byte{'\n'}); nl > 0 {
-		r.line += nl
-		r.col = len(seg) - bytes.LastIndexByte(seg, '\n')
-	} else {
-		r.col += len(seg)
+// streamRuns starts reading a top-level array as a list of runs if its first
+// element is a run; otherwise it leaves the reader where it was.
+func (d *decoder) streamRuns() bool {
+	d.vr.Mark()
+	d.vr.EnterArray()
+	v, err := d.vr.NextElement(0, "the list of runs")
+	if err != nil || firstByte(v.Data) != '{' || !isRun(v.Data, 0) {
+		d.vr.Rewind()
+		return false
 	}
-	r.pos = off
-	return decoding.Source{File: r.src.File, Data: r.src.Data[off:], Line: r.line, Col: r.col}
-}
-
-func (d *decoder) startRuns(v decoding.Value) {
-	off := 0
-	for off < len(v.Data) && v.Data[off] != '[' {
-		off++
-	}
-	d.runs = &runList{src: v.Source, off: off + 1, line: v.Line, col: v.Col}
+	d.vr.Unmark()
+	d.rows = 1
+	d.runs = &runList{first: &v}
 	if d.rs == nil {
 		d.rs = jsonscan.New(nil)
 	}
+	return true
 }
 
 // nextRun decodes one element of the list of runs.
 func (d *decoder) nextRun() {
 	r := d.runs
-	data := r.src.Data
-	off := skipSpace(data, r.off)
+	var v decoding.Value
+	if r.first != nil {
+		v, r.first = *r.first, nil
+	} else {
+		var err error
+		v, err = d.vr.NextElement(r.i, "the list of runs")
+		if err == io.EOF {
+			d.endRuns()
+			return
+		}
+		if err != nil {
+			d.runs = nil
+			d.fatal(d.asError(err))
+			return
+		}
+	}
 	s := d.rs
-	s.Reset(data[off:])
+	s.Reset(v.Data)
 	s.SetRoot("$[" + strconv.Itoa(r.i) + "]")
 	tr := &trace.Trace{}
 	err := d.decodeRun(s, tr)
 	n := r.i
 	r.i++
-	if err != nil {
-		e := placeAt(r.sourceAt(off), 0, err)
-		e.Trace = n
-		// Go on after a well-formed element that broke a rule.
-		s.Reset(data[off:])
-		if s.Skip() != nil {
-			d.runs = nil
-			d.fatal(e)
-			return
-		}
-		e.Recoverable = true
-		d.push(nil, e)
-	} else {
+	if err == nil {
 		d.push(tr, nil)
-	}
-	end := skipSpace(data, off+s.Offset())
-	switch {
-	case end < len(data) && data[end] == ',':
-		r.off = end + 1
 		return
-	case end < len(data) && data[end] == ']':
-	default:
+	}
+	e := placeAt(v.Source, 0, err)
+	e.Trace = n
+	// Go on after a well-formed element that broke a rule.
+	s.Reset(v.Data)
+	if s.Skip() != nil {
 		d.runs = nil
-		e := r.sourceAt(end).Errorf(0, "$", "expected ',' or ']' after element %d of the list of runs", n)
 		d.fatal(e)
 		return
 	}
-	// The list is over; it must be all the input.
+	e.Recoverable = true
+	d.push(nil, e)
+}
+
+// endRuns checks that the list of runs, now closed, was all the input.
+func (d *decoder) endRuns() {
 	d.runs = nil
 	if d.lookahead() {
 		var e *decoding.Error
