@@ -66,6 +66,9 @@ NPM ?= npm
 
 .PHONY: web web-test web-check bench-web
 
+# package.json pins rollup (overrides) to a release whose 26 optional
+# platform packages the registry mirror all serves: npm 11's `npm ci` wants
+# every one of them in the lock file and fails otherwise.
 web/node_modules/.package-lock.json: web/package.json web/package-lock.json
 	cd web && $(NPM) ci --no-audit --no-fund
 
