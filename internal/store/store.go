@@ -199,5 +199,124 @@ type Store interface {
 	Traces
 	Annotations
 	Policies
+	Evals
 	Close() error
+}
+
+// ---- evaluation (issue 7) ----
+
+// Score is a grade of a trace, or of one place in it (an event or a span),
+// on one criterion. Scores are versioned: a new score on the same target and
+// criterion supersedes the current one, which stays as history.
+type Score struct {
+	ID        string
+	TraceID   string
+	Address   string          // "" for the whole trace, else a trace address (messages.3, spans.<id>)
+	Criterion string
+	Value     json.RawMessage // true/false, a number, or a string (a category label)
+	Comment   string
+	Source    string          // human, rule, code, llm
+	Author    string
+	RunID     string          // the evaluation run that made it, or ""
+	Extra     json.RawMessage // a JSON object (e.g. a rule violation's ranges), or nil
+	Version   int             // 1, 2, ... per (trace, address, criterion)
+	Current   bool            // the latest version of its target and criterion
+	CreatedAt time.Time
+}
+
+// ScoreFilter selects scores: by trace or by dataset (one of them), and
+// optionally by criterion; History includes superseded versions.
+type ScoreFilter struct {
+	TraceID   string
+	DatasetID string
+	Criterion string
+	History   bool
+}
+
+// Criterion is a saved criterion of a dataset: its definition is the JSON
+// object of the criteria file (evaluator, expr, policy, ...).
+type Criterion struct {
+	ID         string
+	DatasetID  string
+	Name       string
+	Definition json.RawMessage
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// EvalRun is one evaluation of a set of criteria over a dataset's traces.
+type EvalRun struct {
+	ID        string
+	DatasetID string
+	Name      string
+	Criteria  json.RawMessage // JSON array of the criteria, frozen at creation
+	State     string          // running, done, cancelled, error
+	Total     int64           // traces to evaluate
+	Error     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Run states.
+const (
+	RunRunning   = "running"
+	RunDone      = "done"
+	RunCancelled = "cancelled"
+	RunError     = "error"
+)
+
+// Evaluation status of a trace on one criterion. A trace without a status
+// row in a run is "not_evaluated" (or in progress while the run holds it).
+const (
+	StatusNotEvaluated = "not_evaluated"
+	StatusInProgress   = "in_progress"
+	StatusEvaluated    = "evaluated"
+	StatusError        = "error"
+)
+
+// TraceStatus is the outcome of one criterion on one trace in a run.
+type TraceStatus struct {
+	TraceID   string
+	Criterion string
+	Status    string // evaluated or error
+	Error     string
+}
+
+// TraceResult is everything a run found on one trace: its statuses and the
+// scores it made. A run stores them atomically, so a trace is done or not.
+type TraceResult struct {
+	TraceID  string
+	Statuses []TraceStatus
+	Scores   []Score
+}
+
+// Evals keeps scores, criteria and evaluation runs.
+type Evals interface {
+	// AddScores stores scores atomically; each supersedes the current score
+	// of its (trace, address, criterion). Returns them as stored.
+	AddScores(ctx context.Context, scores []Score) ([]Score, error)
+	Score(ctx context.Context, id string) (Score, error)
+	ListScores(ctx context.Context, f ScoreFilter) ([]Score, error)
+	// DeleteScore removes a score; when it was current, the version before
+	// it (if any) becomes current again.
+	DeleteScore(ctx context.Context, id string) error
+
+	SaveCriterion(ctx context.Context, c Criterion) (Criterion, error) // create or update by (dataset, name)
+	ListCriteria(ctx context.Context, datasetID string) ([]Criterion, error)
+	DeleteCriterion(ctx context.Context, id string) error
+
+	CreateRun(ctx context.Context, r EvalRun) (EvalRun, error)
+	Run(ctx context.Context, id string) (EvalRun, error)
+	ListRuns(ctx context.Context, datasetID string) ([]EvalRun, error) // newest first
+	// RunsIn lists the runs in a state, across datasets (the server resumes
+	// the running ones at start).
+	RunsIn(ctx context.Context, state string) ([]EvalRun, error)
+	SetRunState(ctx context.Context, id, state, errMsg string) error
+	// FinishTraces records the results of traces of a run atomically.
+	FinishTraces(ctx context.Context, runID string, results []TraceResult) error
+	// RunStatuses lists the statuses of a run, by trace then criterion.
+	RunStatuses(ctx context.Context, runID string) ([]TraceStatus, error)
+	// LatestStatuses lists, for each trace of a dataset and criterion, the
+	// status in the newest run that has one.
+	LatestStatuses(ctx context.Context, datasetID string) ([]TraceStatus, error)
 }

@@ -43,6 +43,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ReplaceAnnotations", testReplaceAnnotations},
 		{"ReplaceAnnotationsOf", testReplaceAnnotationsOf},
 		{"Policies", testPolicies},
+		{"Scores", testScores},
+		{"CriteriaAndRuns", testCriteriaAndRuns},
 		{"NotFound", testNotFound},
 		{"ContextCanceled", testCanceled},
 		{"ConcurrentAddTraces", testConcurrentAdds},
