@@ -7,18 +7,21 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lookout-dev/lookout/internal/eval"
 	"github.com/lookout-dev/lookout/internal/server"
 )
 
 func newServeCmd() *cobra.Command {
-	var addr, db, maxBody string
+	var addr, db, maxBody, llmURL, llmModel string
 	var quiet bool
+	var evalConc int
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:8000] [--db PATH|postgres://...] [--max-body 64MiB]",
 		Short: "Serve the Lookout API (and keep traces in a SQLite file or PostgreSQL)",
@@ -51,7 +54,16 @@ gracefully. The first line on standard error names the address served.`,
 				level = slog.LevelWarn
 			}
 			logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-			srv := server.New(server.Config{Store: st, Logger: logger, MaxBody: limit})
+			cfg := server.Config{Store: st, Logger: logger, MaxBody: limit, EvalConcurrency: evalConc}
+			if llmURL != "" {
+				cfg.LLM = &eval.LLM{URL: llmURL, Model: llmModel, APIKey: os.Getenv("LOOKOUT_LLM_API_KEY")}
+			}
+			srv := server.New(cfg)
+			// Evaluation runs an earlier server left unfinished go on.
+			if err := srv.ResumeRuns(ctx); err != nil {
+				return fmt.Errorf("resuming evaluation runs: %w", err)
+			}
+			defer srv.StopRuns()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return err
@@ -94,6 +106,9 @@ gracefully. The first line on standard error names the address served.`,
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8000", "address to listen on (host:port; port 0 picks a free one)")
 	cmd.Flags().StringVar(&db, "db", defaultDB, dbFlagHelp)
 	cmd.Flags().StringVar(&maxBody, "max-body", "64MiB", "largest request body accepted (413 past it)")
+	cmd.Flags().StringVar(&llmURL, "llm-url", "", "OpenAI-compatible endpoint of the judge of llm criteria (such as https://api.openai.com/v1; key in $LOOKOUT_LLM_API_KEY)")
+	cmd.Flags().StringVar(&llmModel, "llm-model", "gpt-4o-mini", "model of the llm judge")
+	cmd.Flags().IntVar(&evalConc, "eval-concurrency", 4, "traces an evaluation run grades at once")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "log warnings and errors only, not every request")
 	return cmd
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/lookout-dev/lookout/internal/eval"
 	"github.com/lookout-dev/lookout/internal/store"
 )
 
@@ -27,6 +28,10 @@ type Config struct {
 	MaxBody int64        // request body limit in bytes; 0: DefaultMaxBody
 	// SessionTTL is how long a login session lasts; 0: 30 days.
 	SessionTTL time.Duration
+	// LLM is the judge of llm criteria (nil: they are refused);
+	// EvalConcurrency bounds the traces a run evaluates at once (0: 4).
+	LLM             *eval.LLM
+	EvalConcurrency int
 }
 
 // Server serves the API. It is an http.Handler.
@@ -38,11 +43,16 @@ type Server struct {
 	mux        *http.ServeMux
 	patterns   []string    // every route registered with handle, in order
 	hasUsers   atomic.Bool // once a user exists local mode is over for good
+
+	llm             *eval.LLM
+	evalConcurrency int
+	runs            *runManager
 }
 
 // New returns a server over cfg.Store.
 func New(cfg Config) *Server {
-	s := &Server{st: cfg.Store, log: cfg.Logger, maxBody: cfg.MaxBody, sessionTTL: cfg.SessionTTL}
+	s := &Server{st: cfg.Store, log: cfg.Logger, maxBody: cfg.MaxBody, sessionTTL: cfg.SessionTTL,
+		llm: cfg.LLM, evalConcurrency: cfg.EvalConcurrency, runs: newRunManager()}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -120,6 +130,22 @@ func (s *Server) routes() {
 	s.handle("PUT /api/v1/datasets/{id}/policies/{pid}", s.updatePolicy)
 	s.handle("DELETE /api/v1/datasets/{id}/policies/{pid}", s.deletePolicy)
 	s.handle("POST /api/v1/datasets/{id}/policies/{pid}/check", s.checkDataset)
+
+	// Evaluation: scores, criteria, runs (eval.go).
+	s.handle("GET /api/v1/traces/{id}/scores", s.listTraceScores)
+	s.handle("POST /api/v1/traces/{id}/scores", s.createScore)
+	s.handle("DELETE /api/v1/traces/{id}/scores/{sid}", s.deleteScore)
+	s.handle("GET /api/v1/datasets/{id}/scores", s.listDatasetScores)
+	s.handle("GET /api/v1/datasets/{id}/criteria", s.listCriteria)
+	s.handle("POST /api/v1/datasets/{id}/criteria", s.createCriterion)
+	s.handle("DELETE /api/v1/datasets/{id}/criteria/{cid}", s.deleteCriterion)
+	s.handle("GET /api/v1/datasets/{id}/eval/status", s.evalStatus)
+	s.handle("POST /api/v1/datasets/{id}/eval/runs", s.createRun)
+	s.handle("GET /api/v1/datasets/{id}/eval/runs", s.listRuns)
+	s.handle("GET /api/v1/eval/runs/{rid}", s.getRun)
+	s.handle("GET /api/v1/eval/runs/{rid}/events", s.runEvents)
+	s.handle("POST /api/v1/eval/runs/{rid}/cancel", s.cancelRun)
+	s.handle("GET /api/v1/eval/runs/{rid}/compare/{other}", s.compareRuns)
 }
 
 // ServeHTTP adds the security headers, the body limit and a request log,

@@ -1,0 +1,760 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/lookout-dev/lookout/internal/eval"
+	"github.com/lookout-dev/lookout/internal/jsonscan"
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// Evaluation (internal/eval):
+//
+//	GET    /api/v1/traces/{id}/scores                 ?criterion=&history=true → {"scores": [...]}
+//	POST   /api/v1/traces/{id}/scores                 {"criterion", "value", "address"?, "comment"?, "source"?, "extra"?} → 201 the score
+//	DELETE /api/v1/traces/{id}/scores/{sid}           → 204 (the version before becomes current)
+//	GET    /api/v1/datasets/{id}/scores               ?criterion=&history=true → {"scores": [...]}
+//	GET    /api/v1/datasets/{id}/criteria             → {"criteria": [...]}
+//	POST   /api/v1/datasets/{id}/criteria             a criterion → 201 (saved by name)
+//	DELETE /api/v1/datasets/{id}/criteria/{cid}       → 204
+//	GET    /api/v1/datasets/{id}/eval/status          → {"traces": {trace id: {criterion: status}}, "summary": [...]}
+//	POST   /api/v1/datasets/{id}/eval/runs            {"name"?, "criteria"?} → 201 the run (it goes on in the background)
+//	GET    /api/v1/datasets/{id}/eval/runs            → {"runs": [...]}
+//	GET    /api/v1/eval/runs/{rid}                    → the run with its progress and per-criterion summary
+//	GET    /api/v1/eval/runs/{rid}/events             → server-sent progress events, then "done"
+//	POST   /api/v1/eval/runs/{rid}/cancel             → the run
+//	GET    /api/v1/eval/runs/{rid}/compare/{other}    → {"changes": [...]} verdicts that differ from run rid to run other
+
+type scoreJSON struct {
+	ID        string          `json:"id"`
+	TraceID   string          `json:"trace_id"`
+	Address   string          `json:"address"`
+	Criterion string          `json:"criterion"`
+	Value     json.RawMessage `json:"value"`
+	Comment   string          `json:"comment,omitempty"`
+	Source    string          `json:"source"`
+	Author    string          `json:"author,omitempty"`
+	RunID     string          `json:"run_id,omitempty"`
+	Extra     json.RawMessage `json:"extra,omitempty"`
+	Version   int             `json:"version"`
+	Current   bool            `json:"current"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+func toScoresJSON(ss []store.Score) []scoreJSON {
+	out := make([]scoreJSON, len(ss))
+	for i, s := range ss {
+		out[i] = scoreJSON{s.ID, s.TraceID, s.Address, s.Criterion, s.Value, s.Comment, s.Source, s.Author, s.RunID, s.Extra, s.Version, s.Current, s.CreatedAt}
+	}
+	return out
+}
+
+// scoreFilter reads ?criterion= and ?history=true|false.
+func scoreFilter(r *http.Request) (store.ScoreFilter, error) {
+	q := r.URL.Query()
+	f := store.ScoreFilter{Criterion: q.Get("criterion")}
+	switch h := q.Get("history"); h {
+	case "", "false", "0":
+	case "true", "1":
+		f.History = true
+	default:
+		return f, errorf(http.StatusBadRequest, codeBadRequest, "history=%q: want true or false", h)
+	}
+	return f, nil
+}
+
+func (s *Server) listTraceScores(w http.ResponseWriter, r *http.Request, p *principal) error {
+	t, err := s.traceAccess(r, p, false)
+	if err != nil {
+		return err
+	}
+	f, err := scoreFilter(r)
+	if err != nil {
+		return err
+	}
+	f.TraceID = t.ID
+	ss, err := s.st.ListScores(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"scores": toScoresJSON(ss)})
+	return nil
+}
+
+func (s *Server) listDatasetScores(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.readableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	f, err := scoreFilter(r)
+	if err != nil {
+		return err
+	}
+	f.DatasetID = d.ID
+	ss, err := s.st.ListScores(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"scores": toScoresJSON(ss)})
+	return nil
+}
+
+// createScore grades a trace or one place in it. The address must name
+// something the trace has (422 otherwise); the value must be a boolean, a
+// number or a string. Source defaults to human, the author is the caller.
+func (s *Server) createScore(w http.ResponseWriter, r *http.Request, p *principal) error {
+	t, err := s.traceAccess(r, p, true)
+	if err != nil {
+		return err
+	}
+	sc := store.Score{TraceID: t.ID, Source: "human", Author: p.User.Name}
+	var hasValue bool
+	body, err := decodeBody(r, map[string]member{
+		"criterion": str(&sc.Criterion, "criterion"),
+		"address":   str(&sc.Address, "address"),
+		"comment":   str(&sc.Comment, "comment"),
+		"source":    str(&sc.Source, "source"),
+		"extra":     object(&sc.Extra, nil, "extra"),
+		"value": func(js *jsonscan.Scanner) error {
+			hasValue = true
+			switch js.Peek() {
+			case jsonscan.Bool, jsonscan.Number, jsonscan.String:
+				v, err := js.Raw()
+				sc.Value = v
+				return err
+			}
+			return js.Errorf("value must be a boolean, a number or a string (a label)")
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := validName("criterion", sc.Criterion); err != nil {
+		return err
+	}
+	if !hasValue {
+		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "value": a boolean, a number or a string`))
+	}
+	if sc.Address != "" {
+		a, err := trace.ParseAddress(sc.Address)
+		if err != nil {
+			return errorf(http.StatusUnprocessableEntity, codeInvalid, "address %q: %s", sc.Address, err.Error())
+		}
+		if _, err := t.Trace.Resolve(a); err != nil {
+			return &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalid,
+				Message: fmt.Sprintf("address %q is not in trace %s: %s", sc.Address, t.ID, err.Error()), Details: map[string]string{"address": sc.Address}}
+		}
+		sc.Address = a.String()
+	}
+	out, err := s.st.AddScores(r.Context(), []store.Score{sc})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, toScoresJSON(out)[0])
+	return nil
+}
+
+func (s *Server) deleteScore(w http.ResponseWriter, r *http.Request, p *principal) error {
+	t, err := s.traceAccess(r, p, true)
+	if err != nil {
+		return err
+	}
+	sid := r.PathValue("sid")
+	sc, err := s.st.Score(r.Context(), sid)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && sc.TraceID != t.ID) {
+		return notFound("score " + sid + " of trace " + t.ID)
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.st.DeleteScore(r.Context(), sid); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// ---- criteria ----
+
+type criterionJSON struct {
+	ID         string          `json:"id"`
+	DatasetID  string          `json:"dataset_id"`
+	Name       string          `json:"name"`
+	Definition json.RawMessage `json:"definition"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+}
+
+func toCriterionJSON(c store.Criterion) criterionJSON {
+	return criterionJSON{c.ID, c.DatasetID, c.Name, c.Definition, c.CreatedAt, c.UpdatedAt}
+}
+
+func (s *Server) listCriteria(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.readableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	cs, err := s.st.ListCriteria(r.Context(), d.ID)
+	if err != nil {
+		return err
+	}
+	out := make([]criterionJSON, len(cs))
+	for i, c := range cs {
+		out[i] = toCriterionJSON(c)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"criteria": out})
+	return nil
+}
+
+// criteriaError is a criteria definition that does not check: 422.
+func criteriaError(err error) error {
+	return errorf(http.StatusUnprocessableEntity, codeInvalid, "invalid criteria: %s", err.Error())
+}
+
+// readBodyJSON reads a body that must be well-formed JSON (400 naming the
+// place otherwise).
+func readBodyJSON(r *http.Request) ([]byte, error) {
+	if err := requireJSON(r); err != nil {
+		return nil, err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	sc := jsonscan.New(body)
+	if err := sc.Skip(); err != nil {
+		return nil, jsonError(body, err)
+	}
+	if err := sc.End(); err != nil {
+		return nil, jsonError(body, err)
+	}
+	return body, nil
+}
+
+// createCriterion saves a criterion (one entry of a criteria file) with a
+// dataset, replacing the one of the same name.
+func (s *Server) createCriterion(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.writableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	body, err := readBodyJSON(r)
+	if err != nil {
+		return err
+	}
+	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' {
+		return jsonError(body, jsonscan.New(body).Errorf("the request body must be an object: one criterion"))
+	}
+	cs, err := eval.ParseCriteria(append(append([]byte("["), body...), ']'))
+	if err != nil {
+		return criteriaError(err)
+	}
+	def, _ := json.Marshal(cs[0])
+	c, err := s.st.SaveCriterion(r.Context(), store.Criterion{DatasetID: d.ID, Name: cs[0].Name, Definition: def})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, toCriterionJSON(c))
+	return nil
+}
+
+func (s *Server) deleteCriterion(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.writableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	cid := r.PathValue("cid")
+	cs, err := s.st.ListCriteria(r.Context(), d.ID)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.ID == cid {
+			if err := s.st.DeleteCriterion(r.Context(), cid); err != nil {
+				return err
+			}
+			w.WriteHeader(http.StatusNoContent)
+			return nil
+		}
+	}
+	return notFound("criterion " + cid + " of dataset " + d.ID)
+}
+
+// ---- runs ----
+
+type runJSON struct {
+	ID        string          `json:"id"`
+	DatasetID string          `json:"dataset_id"`
+	Name      string          `json:"name"`
+	State     string          `json:"state"`
+	Error     string          `json:"error,omitempty"`
+	Criteria  json.RawMessage `json:"criteria"`
+	Progress  eval.Progress   `json:"progress"`
+	Summary   []eval.Summary  `json:"summary,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// runManager holds the runs this server is working on.
+type runManager struct {
+	mu     sync.Mutex
+	active map[string]*activeRun
+	base   context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type activeRun struct {
+	cancel context.CancelCauseFunc
+	mu     sync.Mutex
+	prog   eval.Progress
+	subs   map[chan eval.Progress]struct{}
+	done   chan struct{}
+}
+
+func newRunManager() *runManager {
+	ctx, stop := context.WithCancel(context.Background())
+	return &runManager{active: map[string]*activeRun{}, base: ctx, stop: stop}
+}
+
+func (s *Server) runner() *eval.Runner {
+	return &eval.Runner{Store: s.st, LLM: s.llm, Concurrency: s.evalConcurrency}
+}
+
+// startRun works on run in the background until it is done, cancelled, or
+// the server stops (then it stays "running" and ResumeRuns picks it up).
+func (s *Server) startRun(run store.EvalRun) {
+	m := s.runs
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.active[run.ID]; ok || m.base.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithCancelCause(m.base)
+	ar := &activeRun{cancel: cancel, subs: map[chan eval.Progress]struct{}{}, done: make(chan struct{}), prog: eval.Progress{Total: run.Total}}
+	m.active[run.ID] = ar
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		err := s.runner().Run(ctx, run, func(p eval.Progress) {
+			ar.mu.Lock()
+			ar.prog = p
+			for ch := range ar.subs {
+				select {
+				case ch <- p:
+				default: // a slow client misses a step, not the end
+				}
+			}
+			ar.mu.Unlock()
+		})
+		end := context.WithoutCancel(ctx)
+		switch {
+		case err == nil:
+			err = s.st.SetRunState(end, run.ID, store.RunDone, "")
+		case errors.Is(context.Cause(ctx), eval.ErrCancelled):
+			err = s.st.SetRunState(end, run.ID, store.RunCancelled, "")
+		case m.base.Err() != nil:
+			err = nil // the server stops: the run stays running, to resume
+		default:
+			s.log.Error("evaluation run failed", "run", run.ID, "err", err)
+			err = s.st.SetRunState(end, run.ID, store.RunError, err.Error())
+		}
+		if err != nil {
+			s.log.Error("evaluation run: cannot record its end", "run", run.ID, "err", err)
+		}
+		m.mu.Lock()
+		delete(m.active, run.ID)
+		m.mu.Unlock()
+		close(ar.done)
+	}()
+}
+
+// ResumeRuns starts again every run left running (by a restart or a
+// crash); traces they finished are not evaluated again.
+func (s *Server) ResumeRuns(ctx context.Context) error {
+	runs, err := s.st.RunsIn(ctx, store.RunRunning)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		s.startRun(r)
+	}
+	return nil
+}
+
+// StopRuns stops the runs in progress and waits for them; they stay
+// "running" in the store, so the next ResumeRuns goes on with them.
+func (s *Server) StopRuns() {
+	s.runs.stop()
+	s.runs.wg.Wait()
+}
+
+func (s *Server) activeRun(id string) *activeRun {
+	s.runs.mu.Lock()
+	defer s.runs.mu.Unlock()
+	return s.runs.active[id]
+}
+
+// runProgress is a run's progress: live while this server works on it, else
+// from the stored statuses.
+func (s *Server) runProgress(ctx context.Context, run store.EvalRun, statuses []store.TraceStatus) eval.Progress {
+	if ar := s.activeRun(run.ID); ar != nil {
+		ar.mu.Lock()
+		defer ar.mu.Unlock()
+		return ar.prog
+	}
+	p := eval.Progress{Total: run.Total}
+	seen := map[string]bool{}
+	for _, st := range statuses {
+		if !seen[st.TraceID] {
+			seen[st.TraceID] = true
+			p.Done++
+		}
+		if st.Status == store.StatusError {
+			p.Errors++
+		}
+	}
+	return p
+}
+
+// runSummary computes the per-criterion results of a run from its scores
+// and statuses.
+func (s *Server) runSummary(ctx context.Context, run store.EvalRun) (runJSON, error) {
+	var cs []eval.Criterion
+	if err := json.Unmarshal(run.Criteria, &cs); err != nil {
+		return runJSON{}, fmt.Errorf("run %s: criteria: %w", run.ID, err)
+	}
+	statuses, err := s.st.RunStatuses(ctx, run.ID)
+	if err != nil {
+		return runJSON{}, err
+	}
+	scores, err := s.runScores(ctx, run)
+	if err != nil {
+		return runJSON{}, err
+	}
+	out := toRunJSON(run)
+	out.Progress = s.runProgress(ctx, run, statuses)
+	out.Summary = eval.Summarize(cs, scores, statuses)
+	return out, nil
+}
+
+// runScores are the scores a run made (superseded ones too: they are the
+// run's verdicts even when a later run or a person graded again).
+func (s *Server) runScores(ctx context.Context, run store.EvalRun) ([]store.Score, error) {
+	all, err := s.st.ListScores(ctx, store.ScoreFilter{DatasetID: run.DatasetID, History: true})
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, sc := range all {
+		if sc.RunID == run.ID {
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+func toRunJSON(r store.EvalRun) runJSON {
+	return runJSON{ID: r.ID, DatasetID: r.DatasetID, Name: r.Name, State: r.State, Error: r.Error, Criteria: r.Criteria,
+		Progress: eval.Progress{Total: r.Total}, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+// createRun starts a run over a dataset with the body's criteria (a list,
+// as in a criteria file) or, without them, the dataset's saved criteria.
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.writableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	var name string
+	var rawCriteria json.RawMessage
+	if _, err := decodeBody(r, map[string]member{
+		"name": str(&name, "name"),
+		"criteria": func(js *jsonscan.Scanner) error {
+			if err := js.Expect(jsonscan.Array, "criteria (a list of criteria)"); err != nil {
+				return err
+			}
+			v, err := js.Raw()
+			rawCriteria = v
+			return err
+		},
+	}); err != nil {
+		return err
+	}
+	var cs []eval.Criterion
+	if rawCriteria != nil {
+		if cs, err = eval.ParseCriteria(rawCriteria); err != nil {
+			return criteriaError(err)
+		}
+	} else {
+		saved, err := s.st.ListCriteria(r.Context(), d.ID)
+		if err != nil {
+			return err
+		}
+		if len(saved) == 0 {
+			return errorf(http.StatusUnprocessableEntity, codeInvalid, "dataset %s has no saved criteria; give \"criteria\"", d.Name)
+		}
+		list := []byte("[")
+		for i, c := range saved {
+			if i > 0 {
+				list = append(list, ',')
+			}
+			list = append(list, c.Definition...)
+		}
+		if cs, err = eval.ParseCriteria(append(list, ']')); err != nil {
+			return criteriaError(err)
+		}
+	}
+	if _, err := eval.CompileAll(cs, s.llm); err != nil {
+		return criteriaError(err)
+	}
+	frozen, _ := json.Marshal(cs)
+	run, err := s.st.CreateRun(r.Context(), store.EvalRun{DatasetID: d.ID, Name: name, Criteria: frozen, Total: d.TraceCount})
+	if err != nil {
+		return err
+	}
+	s.startRun(run)
+	writeJSON(w, http.StatusCreated, toRunJSON(run))
+	return nil
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.readableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	runs, err := s.st.ListRuns(r.Context(), d.ID)
+	if err != nil {
+		return err
+	}
+	out := make([]runJSON, len(runs))
+	for i, run := range runs {
+		out[i] = toRunJSON(run)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+	return nil
+}
+
+// readableRun loads run {rid} of a dataset the caller may read.
+func (s *Server) readableRun(r *http.Request, p *principal, write bool, key string) (store.EvalRun, error) {
+	rid := r.PathValue(key)
+	run, err := s.st.Run(r.Context(), rid)
+	if errors.Is(err, store.ErrNotFound) {
+		return run, notFound("run " + rid)
+	}
+	if err != nil {
+		return run, err
+	}
+	if write {
+		_, err = s.writableDataset(r, p, run.DatasetID)
+	} else {
+		_, err = s.readableDataset(r, p, run.DatasetID)
+	}
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return store.EvalRun{}, notFound("run " + rid)
+	}
+	return run, err
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request, p *principal) error {
+	run, err := s.readableRun(r, p, false, "rid")
+	if err != nil {
+		return err
+	}
+	out, err := s.runSummary(r.Context(), run)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p *principal) error {
+	run, err := s.readableRun(r, p, true, "rid")
+	if err != nil {
+		return err
+	}
+	if ar := s.activeRun(run.ID); ar != nil {
+		ar.cancel(eval.ErrCancelled)
+		<-ar.done
+	} else if run.State == store.RunRunning {
+		if err := s.st.SetRunState(r.Context(), run.ID, store.RunCancelled, ""); err != nil {
+			return err
+		}
+	}
+	if run, err = s.st.Run(r.Context(), run.ID); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toRunJSON(run))
+	return nil
+}
+
+// runEvents streams a run's progress as server-sent events: {"progress"}
+// after each stored batch, then an event named "done" with the run and its
+// summary.
+func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, p *principal) error {
+	run, err := s.readableRun(r, p, false, "rid")
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	send := func(name string, v any) {
+		b, _ := json.Marshal(v)
+		if name != "" {
+			fmt.Fprintf(w, "event: %s\n", name)
+		}
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	if ar := s.activeRun(run.ID); ar != nil {
+		ch := make(chan eval.Progress, 16)
+		ar.mu.Lock()
+		ar.subs[ch] = struct{}{}
+		first := ar.prog
+		ar.mu.Unlock()
+		defer func() { ar.mu.Lock(); delete(ar.subs, ch); ar.mu.Unlock() }()
+		send("", map[string]any{"progress": first})
+	loop:
+		for {
+			select {
+			case pr := <-ch:
+				send("", map[string]any{"progress": pr})
+			case <-ar.done:
+				break loop
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+	if run, err = s.st.Run(ctx, run.ID); err != nil {
+		send("error", map[string]any{"error": checkFailure{Code: codeInternal, Message: "cannot read the run"}})
+		return nil
+	}
+	out, err := s.runSummary(ctx, run)
+	if err != nil {
+		send("error", map[string]any{"error": checkFailure{Code: codeInternal, Message: "cannot summarize the run"}})
+		return nil
+	}
+	send("done", out)
+	return nil
+}
+
+func (s *Server) compareRuns(w http.ResponseWriter, r *http.Request, p *principal) error {
+	a, err := s.readableRun(r, p, false, "rid")
+	if err != nil {
+		return err
+	}
+	b, err := s.readableRun(r, p, false, "other")
+	if err != nil {
+		return err
+	}
+	if a.DatasetID != b.DatasetID {
+		return errorf(http.StatusUnprocessableEntity, codeInvalid, "runs %s and %s are of different datasets", a.ID, b.ID)
+	}
+	sa, err := s.runScores(r.Context(), a)
+	if err != nil {
+		return err
+	}
+	sb, err := s.runScores(r.Context(), b)
+	if err != nil {
+		return err
+	}
+	changes := eval.Compare(sa, sb)
+	if changes == nil {
+		changes = []eval.Change{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"before": a.ID, "after": b.ID, "changes": changes})
+	return nil
+}
+
+// evalStatus is each trace's status per criterion in the dataset's newest
+// run that has one; the traces of a run in progress without one yet are
+// "in_progress". Traces absent from the map are not evaluated.
+func (s *Server) evalStatus(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.readableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	statuses, err := s.st.LatestStatuses(ctx, d.ID)
+	if err != nil {
+		return err
+	}
+	out := map[string]map[string]string{}
+	for _, st := range statuses {
+		if out[st.TraceID] == nil {
+			out[st.TraceID] = map[string]string{}
+		}
+		out[st.TraceID][st.Criterion] = st.Status
+	}
+	runs, err := s.st.ListRuns(ctx, d.ID)
+	if err != nil {
+		return err
+	}
+	var running []string
+	for _, run := range runs {
+		if run.State != store.RunRunning {
+			continue
+		}
+		running = append(running, run.ID)
+		var cs []eval.Criterion
+		if json.Unmarshal(run.Criteria, &cs) != nil {
+			continue
+		}
+		done, err := s.st.RunStatuses(ctx, run.ID)
+		if err != nil {
+			return err
+		}
+		finished := map[string]bool{}
+		for _, st := range done {
+			finished[st.TraceID] = true
+		}
+		for cursor := ""; ; {
+			page, next, err := s.st.ListTraces(ctx, d.ID, store.Page{Cursor: cursor, Limit: 1000})
+			if err != nil {
+				return err
+			}
+			for _, t := range page {
+				if finished[t.ID] {
+					continue
+				}
+				if out[t.ID] == nil {
+					out[t.ID] = map[string]string{}
+				}
+				for _, c := range cs {
+					if c.Evaluator != "human" {
+						out[t.ID][c.Name] = store.StatusInProgress
+					}
+				}
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"traces": out, "running": nonNilStrings(running)})
+	return nil
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
