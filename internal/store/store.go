@@ -211,11 +211,11 @@ type Store interface {
 type Score struct {
 	ID        string
 	TraceID   string
-	Address   string          // "" for the whole trace, else a trace address (messages.3, spans.<id>)
+	Address   string // "" for the whole trace, else a trace address (messages.3, spans.<id>)
 	Criterion string
 	Value     json.RawMessage // true/false, a number, or a string (a category label)
 	Comment   string
-	Source    string          // human, rule, code, llm
+	Source    string // human, rule, code, llm
 	Author    string
 	RunID     string          // the evaluation run that made it, or ""
 	Extra     json.RawMessage // a JSON object (e.g. a rule violation's ranges), or nil
