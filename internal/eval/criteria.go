@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strings"
 
 	"github.com/lookout-dev/lookout/internal/policy"
@@ -190,6 +189,3 @@ func parseTarget(t string) (kind, arg string, err error) {
 	}
 	return "", "", fmt.Errorf("target %q: want trace, step:<KIND> (such as step:AI_RESPONSE or step:TOOL) or tool_call", t)
 }
-
-// regexCache compiles compare: regex references once per pattern.
-func compileRegex(p string) (*regexp.Regexp, error) { return regexp.Compile(p) }

@@ -35,7 +35,6 @@ type Evaluator struct {
 	arg    string // the step kind
 	pol    *policy.Policy
 	expr   *policy.Policy
-	re     *regexp.Regexp
 	llm    *LLM
 	params paramNeeds
 }
@@ -64,9 +63,6 @@ func Compile(c Criterion, llm *LLM) (*Evaluator, error) {
 				return nil, fmt.Errorf("%s: %w", c.Name, err)
 			}
 			e.params = needs(c.Expr)
-		}
-		if c.Compare == "regex" {
-			// The pattern is the reference, read per trace.
 		}
 	case "llm":
 		if llm == nil {
