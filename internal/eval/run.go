@@ -104,6 +104,8 @@ func (r *Runner) Run(ctx context.Context, run store.EvalRun, progress func(Progr
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stopped := make(chan struct{}) // Run has returned: workers stop sending
+	defer close(stopped)
 	jobs := make(chan string)
 	results := make(chan store.TraceResult, batch)
 	var wg sync.WaitGroup
@@ -116,9 +118,10 @@ func (r *Runner) Run(ctx context.Context, run store.EvalRun, progress func(Progr
 				if !ok {
 					continue
 				}
+				// A result finished as ctx ends is still stored.
 				select {
 				case results <- res:
-				case <-ctx.Done():
+				case <-stopped:
 					return
 				}
 			}
@@ -196,8 +199,8 @@ func (r *Runner) evaluate(ctx context.Context, runID, id string, evs []*Evaluato
 	res := store.TraceResult{TraceID: id}
 	for _, e := range evs {
 		out, err := e.Evaluate(ctx, st.Trace)
-		if ctx.Err() != nil {
-			return store.TraceResult{}, false
+		if err != nil && ctx.Err() != nil {
+			return store.TraceResult{}, false // cut short: left for a later attempt
 		}
 		s := store.TraceStatus{TraceID: id, Criterion: e.C.Name, Status: store.StatusEvaluated}
 		if err != nil {
