@@ -103,13 +103,13 @@ func compileExpr(expr string) (*policy.Policy, error) {
 
 // paramNeeds are the names an expression mentions, so that only those are
 // built for each trace.
-type paramNeeds struct{ metadata, messages, toolCalls, name, step, call, answer bool }
+type paramNeeds struct{ metadata, messages, toolCalls, name, step, call, answer, arguments bool }
 
 func needs(expr string) paramNeeds {
 	word := func(w string) bool {
 		return regexp.MustCompile(`\b` + w + `\b`).MatchString(expr)
 	}
-	return paramNeeds{word("metadata"), word("messages"), word("tool_calls"), word("name"), word("step"), word("call"), word("answer")}
+	return paramNeeds{word("metadata"), word("messages"), word("tool_calls"), word("name"), word("step"), word("call"), word("answer"), word("arguments")}
 }
 
 // target is one place a criterion grades.
@@ -251,7 +251,7 @@ func (e *Evaluator) code(t *trace.Trace, tg target) (Result, error) {
 		for i := range t.Events {
 			for j := range t.Events[i].ToolCalls {
 				c := &t.Events[i].ToolCalls[j]
-				calls = append(calls, callValue(c))
+				calls = append(calls, callValue(c, n.arguments))
 			}
 		}
 		if calls == nil {
@@ -266,12 +266,13 @@ func (e *Evaluator) code(t *trace.Trace, tg target) (Result, error) {
 		params["step"] = spanValue(tg.span)
 	}
 	if n.call && tg.span == nil && tg.address != "" {
-		params["call"] = callValue(&t.Events[tg.event].ToolCalls[tg.call])
+		params["call"] = callValue(&t.Events[tg.event].ToolCalls[tg.call], n.arguments)
 	}
 	if n.answer {
 		params["answer"] = answerOf(t, tg)
 	}
-	res, err := e.expr.Analyze(t.Events, params)
+	// The expression reads only its names, never the event list itself.
+	res, err := e.expr.Analyze(nil, params)
 	if err != nil {
 		return Result{}, err
 	}
@@ -350,8 +351,17 @@ func jsonValue(raw []byte, empty any) any {
 	return v
 }
 
-func callValue(c *trace.ToolCall) map[string]any {
-	return map[string]any{"id": c.ID, "name": c.Function.Name, "function": map[string]any{"name": c.Function.Name, "arguments": jsonValue(c.Function.Arguments, map[string]any{})}, "arguments": jsonValue(c.Function.Arguments, map[string]any{})}
+// callValue is a tool call as an expression sees it; the arguments are
+// decoded only when the expression mentions them (they are most of a
+// call's size).
+func callValue(c *trace.ToolCall, args bool) map[string]any {
+	fn := map[string]any{"name": c.Function.Name}
+	v := map[string]any{"id": c.ID, "name": c.Function.Name, "function": fn}
+	if args {
+		a := jsonValue(c.Function.Arguments, map[string]any{})
+		fn["arguments"], v["arguments"] = a, a
+	}
+	return v
 }
 
 func spanValue(s *trace.Span) map[string]any {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/lookout-dev/lookout/internal/store"
 )
@@ -24,7 +23,7 @@ type Runner struct {
 	Store       store.Store
 	LLM         *LLM // nil: llm criteria are refused
 	Concurrency int  // traces evaluated at once; 0: 4
-	Batch       int  // traces stored per transaction; 0: 128
+	Batch       int  // traces stored per transaction; 0: 256
 }
 
 // CompileAll compiles a run's criteria.
@@ -100,7 +99,7 @@ func (r *Runner) Run(ctx context.Context, run store.EvalRun, progress func(Progr
 	}
 	batch := r.Batch
 	if batch <= 0 {
-		batch = 128
+		batch = 256
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -139,54 +138,80 @@ func (r *Runner) Run(ctx context.Context, run store.EvalRun, progress func(Progr
 	}()
 	go func() { wg.Wait(); close(results) }()
 
-	var pending []store.TraceResult
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		// Stored even when ctx has just ended: these traces are finished.
-		if err := r.Store.FinishTraces(context.WithoutCancel(ctx), run.ID, pending); err != nil {
-			return err
-		}
-		prog.Done += int64(len(pending))
-		for _, p := range pending {
-			for _, s := range p.Statuses {
-				if s.Status == store.StatusError {
-					prog.Errors++
-				}
+	// One writer stores what the workers finished while they go on: each
+	// transaction takes every result waiting (group commit), so the
+	// batches grow when commits (fsyncs) are slow and stay small, for
+	// fresh progress, when they are fast. The queue is bounded.
+	var (
+		mu     sync.Mutex
+		cond   = sync.NewCond(&mu)
+		queue  []store.TraceResult
+		closed bool
+		werr   error
+	)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for {
+			mu.Lock()
+			for len(queue) == 0 && !closed {
+				cond.Wait()
 			}
-		}
-		pending = pending[:0]
-		if progress != nil {
-			progress(prog)
-		}
-		return nil
-	}
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case res, ok := <-results:
-			if !ok {
-				if err := flush(); err != nil {
-					return err
-				}
-				return ctx.Err()
+			if len(queue) == 0 && closed {
+				mu.Unlock()
+				return
 			}
-			pending = append(pending, res)
-			if len(pending) >= batch {
-				if err := flush(); err != nil {
-					cancel()
-					return err
-				}
+			b := queue
+			if len(b) > 4*batch {
+				b = b[:4*batch]
 			}
-		case <-tick.C:
-			if err := flush(); err != nil {
+			queue = queue[len(b):]
+			cond.Broadcast()
+			mu.Unlock()
+			// Stored even when ctx has just ended: these traces are finished.
+			if err := r.Store.FinishTraces(context.WithoutCancel(ctx), run.ID, b); err != nil {
+				mu.Lock()
+				werr, queue = err, nil
+				cond.Broadcast()
+				mu.Unlock()
 				cancel()
-				return err
+				for range results { // let the workers end
+				}
+				return
+			}
+			prog.Done += int64(len(b))
+			for _, p := range b {
+				for _, s := range p.Statuses {
+					if s.Status == store.StatusError {
+						prog.Errors++
+					}
+				}
+			}
+			if progress != nil {
+				progress(prog)
 			}
 		}
+	}()
+	for res := range results {
+		mu.Lock()
+		for len(queue) >= 8*batch && werr == nil {
+			cond.Wait()
+		}
+		if werr == nil {
+			queue = append(queue, res)
+		}
+		cond.Broadcast()
+		mu.Unlock()
 	}
+	mu.Lock()
+	closed = true
+	cond.Broadcast()
+	mu.Unlock()
+	<-writerDone
+	if werr != nil {
+		return werr
+	}
+	return ctx.Err()
 }
 
 // evaluate grades one trace on every criterion. ok is false when the trace

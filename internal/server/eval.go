@@ -449,17 +449,7 @@ func (s *Server) runSummary(ctx context.Context, run store.EvalRun) (runJSON, er
 // runScores are the scores a run made (superseded ones too: they are the
 // run's verdicts even when a later run or a person graded again).
 func (s *Server) runScores(ctx context.Context, run store.EvalRun) ([]store.Score, error) {
-	all, err := s.st.ListScores(ctx, store.ScoreFilter{DatasetID: run.DatasetID, History: true})
-	if err != nil {
-		return nil, err
-	}
-	out := all[:0]
-	for _, sc := range all {
-		if sc.RunID == run.ID {
-			out = append(out, sc)
-		}
-	}
-	return out, nil
+	return s.st.ListScores(ctx, store.ScoreFilter{RunID: run.ID, History: true})
 }
 
 func toRunJSON(r store.EvalRun) runJSON {

@@ -350,4 +350,3 @@ func TestEvalSnorkelSteps(t *testing.T) {
 		f.srv.StopRuns()
 	})
 }
-

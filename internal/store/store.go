@@ -224,11 +224,12 @@ type Score struct {
 	CreatedAt time.Time
 }
 
-// ScoreFilter selects scores: by trace or by dataset (one of them), and
-// optionally by criterion; History includes superseded versions.
+// ScoreFilter selects scores: by trace, by dataset or by run (one of
+// them), and optionally by criterion; History includes superseded versions.
 type ScoreFilter struct {
 	TraceID   string
 	DatasetID string
+	RunID     string
 	Criterion string
 	History   bool
 }

@@ -102,8 +102,11 @@ func (s *Store) ListScores(ctx context.Context, f store.ScoreFilter) ([]store.Sc
 		}
 		q += `WHERE t.dataset_id = $1`
 		args = append(args, f.DatasetID)
+	case f.RunID != "":
+		q += `WHERE s.run_id = $1`
+		args = append(args, f.RunID)
 	default:
-		return nil, fmt.Errorf("postgres: list scores: give a trace or a dataset: %w", store.ErrInvalid)
+		return nil, fmt.Errorf("postgres: list scores: give a trace, a dataset or a run: %w", store.ErrInvalid)
 	}
 	if f.Criterion != "" {
 		q += ` AND s.criterion = $2`

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
@@ -31,18 +32,20 @@ func addScores(ctx context.Context, tx *sql.Tx, scores []store.Score) ([]store.S
 	if len(scores) == 0 {
 		return nil, nil
 	}
-	prev, err := tx.PrepareContext(ctx, `UPDATE scores SET current = 0 WHERE trace_id = ? AND criterion = ? AND address = ? AND current RETURNING version`)
+	if distinctTargets(scores) {
+		return addScoresBulk(ctx, tx, scores)
+	}
+	prev, err := tx.PrepareContext(ctx, `UPDATE scores SET current = 0 WHERE trace_id = ? AND criterion = ? AND address = ? AND current`)
 	if err != nil {
 		return nil, err
 	}
 	defer prev.Close()
-	maxv, err := tx.PrepareContext(ctx, `SELECT coalesce(max(version), 0) FROM scores WHERE trace_id = ? AND criterion = ? AND address = ?`)
-	if err != nil {
-		return nil, err
-	}
-	defer maxv.Close()
+	// The version is one more than the highest so far (which a deleted
+	// current score may have left without a current one).
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO scores (id, trace_id, address, criterion, value, comment, source, author, run_id, extra, version, current, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
+			(SELECT coalesce(max(version), 0) + 1 FROM scores WHERE trace_id = ?2 AND criterion = ?4 AND address = ?3), 1, ?11)
+		RETURNING version`)
 	if err != nil {
 		return nil, err
 	}
@@ -55,20 +58,103 @@ func addScores(ctx context.Context, tx *sql.Tx, scores []store.Score) ([]store.S
 			return nil, err
 		}
 		sc.Value = v
-		var last int
-		if err := prev.QueryRowContext(ctx, sc.TraceID, sc.Criterion, sc.Address).Scan(&last); err == sql.ErrNoRows {
-			// No current version (none yet, or the current one was deleted).
-			if err := maxv.QueryRowContext(ctx, sc.TraceID, sc.Criterion, sc.Address).Scan(&last); err != nil {
-				return nil, err
-			}
-		} else if err != nil {
+		if _, err := prev.ExecContext(ctx, sc.TraceID, sc.Criterion, sc.Address); err != nil {
 			return nil, err
 		}
-		sc.ID, sc.Version, sc.Current, sc.CreatedAt = storeutil.NewID(), last+1, true, now
-		if _, err := ins.ExecContext(ctx, sc.ID, sc.TraceID, sc.Address, sc.Criterion, string(sc.Value), sc.Comment, sc.Source, sc.Author, sc.RunID, optText(sc.Extra), sc.Version, micros(now)); err != nil {
+		sc.ID, sc.Current, sc.CreatedAt = storeutil.NewID(), true, now
+		if err := ins.QueryRowContext(ctx, sc.ID, sc.TraceID, sc.Address, sc.Criterion, string(sc.Value), sc.Comment, sc.Source, sc.Author, sc.RunID, optText(sc.Extra), micros(now)).Scan(&sc.Version); err != nil {
 			return nil, err
 		}
 		out[i] = sc
+	}
+	return out, nil
+}
+
+// distinctTargets reports whether no two scores share a target and
+// criterion, which lets addScoresBulk number them in one statement.
+func distinctTargets(scores []store.Score) bool {
+	seen := make(map[[3]string]bool, len(scores))
+	for _, sc := range scores {
+		k := [3]string{sc.TraceID, sc.Criterion, sc.Address}
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+	}
+	return true
+}
+
+// bulkRows is how many rows one multi-row statement carries (SQLite allows
+// 32,766 parameters).
+const bulkRows = 400
+
+// addScoresBulk is addScores for distinct targets with multi-row
+// statements: an evaluation run stores thousands of scores a second, and
+// statements one row at a time cost more than the rows.
+func addScoresBulk(ctx context.Context, tx *sql.Tx, scores []store.Score) ([]store.Score, error) {
+	now := storeutil.Now()
+	out := make([]store.Score, len(scores))
+	for i, sc := range scores {
+		v, err := storeutil.CheckScore(sc, fmt.Sprintf("score %d", i))
+		if err != nil {
+			return nil, err
+		}
+		sc.Value, sc.ID, sc.Current, sc.CreatedAt = v, storeutil.NewID(), true, now
+		out[i] = sc
+	}
+	byID := make(map[string]int, len(out))
+	for i := range out {
+		byID[out[i].ID] = i
+	}
+	for start := 0; start < len(out); start += bulkRows {
+		chunk := out[start:min(start+bulkRows, len(out))]
+		var b strings.Builder
+		args := make([]any, 0, len(chunk)*11)
+		b.WriteString(`UPDATE scores SET current = 0 WHERE current AND (trace_id, criterion, address) IN (VALUES `)
+		for i, sc := range chunk {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("(?,?,?)")
+			args = append(args, sc.TraceID, sc.Criterion, sc.Address)
+		}
+		b.WriteByte(')')
+		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+			return nil, err
+		}
+		b.Reset()
+		args = args[:0]
+		b.WriteString(`INSERT INTO scores (id, trace_id, address, criterion, value, comment, source, author, run_id, extra, version, current, created_at)
+			SELECT column1, column2, column3, column4, column5, column6, column7, column8, column9, column10,
+				(SELECT coalesce(max(s.version), 0) + 1 FROM scores s WHERE s.trace_id = v.column2 AND s.criterion = v.column4 AND s.address = v.column3),
+				1, column11 FROM (VALUES `)
+		for i, sc := range chunk {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("(?,?,?,?,?,?,?,?,?,?,?)")
+			args = append(args, sc.ID, sc.TraceID, sc.Address, sc.Criterion, string(sc.Value), sc.Comment, sc.Source, sc.Author, sc.RunID, optText(sc.Extra), micros(now))
+		}
+		b.WriteString(`) AS v WHERE true RETURNING id, version`)
+		rows, err := tx.QueryContext(ctx, b.String(), args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id string
+			var v int
+			if err := rows.Scan(&id, &v); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[byID[id]].Version = v
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -117,8 +203,11 @@ func (s *Store) ListScores(ctx context.Context, f store.ScoreFilter) ([]store.Sc
 		}
 		q += `JOIN traces t ON t.id = s.trace_id WHERE t.dataset_id = ?`
 		args = append(args, f.DatasetID)
+	case f.RunID != "":
+		q += `WHERE s.run_id = ?`
+		args = append(args, f.RunID)
 	default:
-		return nil, fmt.Errorf("sqlite: list scores: give a trace or a dataset: %w", store.ErrInvalid)
+		return nil, fmt.Errorf("sqlite: list scores: give a trace, a dataset or a run: %w", store.ErrInvalid)
 	}
 	if f.Criterion != "" {
 		q += ` AND s.criterion = ?`
@@ -366,20 +455,28 @@ func (s *Store) FinishTraces(ctx context.Context, runID string, results []store.
 	}
 	now := micros(storeutil.Now())
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO eval_status (run_id, trace_id, criterion, status, error, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (run_id, trace_id, criterion) DO UPDATE SET status = excluded.status, error = excluded.error, updated_at = excluded.updated_at`)
-		if err != nil {
-			return err
-		}
-		defer ins.Close()
+		var all []store.TraceStatus
 		for _, r := range results {
-			for _, st := range r.Statuses {
-				if _, err := ins.ExecContext(ctx, runID, st.TraceID, st.Criterion, st.Status, st.Error, now); err != nil {
-					return err
+			all = append(all, r.Statuses...)
+		}
+		for start := 0; start < len(all); start += bulkRows {
+			chunk := all[start:min(start+bulkRows, len(all))]
+			var b strings.Builder
+			args := make([]any, 0, len(chunk)*6)
+			b.WriteString(`INSERT INTO eval_status (run_id, trace_id, criterion, status, error, updated_at) VALUES `)
+			for i, st := range chunk {
+				if i > 0 {
+					b.WriteByte(',')
 				}
+				b.WriteString("(?,?,?,?,?,?)")
+				args = append(args, runID, st.TraceID, st.Criterion, st.Status, st.Error, now)
+			}
+			b.WriteString(` ON CONFLICT (run_id, trace_id, criterion) DO UPDATE SET status = excluded.status, error = excluded.error, updated_at = excluded.updated_at`)
+			if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+				return err
 			}
 		}
-		_, err = addScores(ctx, tx, scores)
+		_, err := addScores(ctx, tx, scores)
 		return err
 	})
 	if err != nil {

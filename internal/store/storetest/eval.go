@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/store"
@@ -205,6 +206,12 @@ func testCriteriaAndRuns(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	if sc := e.scores(store.ScoreFilter{TraceID: ids[0]}); len(sc) != 1 {
 		t.Errorf("run scores %q", sc)
+	}
+	if sc := e.scores(store.ScoreFilter{RunID: r1.ID, History: true}); len(sc) != 1 || !strings.Contains(sc[0], "|solved|true|") {
+		t.Errorf("scores by run %q", sc)
+	}
+	if sc := e.scores(store.ScoreFilter{RunID: r2.ID, History: true}); len(sc) != 0 {
+		t.Errorf("scores of run 2 %q", sc)
 	}
 
 	wantErr(t, "SetRunState", e.st.SetRunState(e.ctx, r1.ID, store.RunDone, ""), nil)

@@ -20,7 +20,7 @@ CREATE TABLE scores (
     CONSTRAINT scores_version UNIQUE (trace_id, criterion, address, version)
 );
 CREATE INDEX scores_current ON scores (trace_id, criterion, address) WHERE current;
-CREATE INDEX scores_criterion ON scores (criterion);
+CREATE INDEX scores_run ON scores (run_id) WHERE run_id <> '';
 
 CREATE TABLE criteria (
     id         uuid PRIMARY KEY,
