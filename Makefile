@@ -22,7 +22,8 @@ FUZZ_TARGETS := \
 	./internal/policy:FuzzParse \
 	./internal/policy:FuzzAnalyze \
 	./internal/policy/detectors:FuzzDetectors \
-	./internal/jsonscan:FuzzScanner
+	./internal/jsonscan:FuzzScanner \
+	./internal/eval:FuzzParseCriteria
 
 .PHONY: all build test lint fuzz bench tools clean
 

@@ -17,6 +17,10 @@ import (
 // sample is a flat trace: a question, a tool call, its output and an answer.
 func sample(t *testing.T) *trace.Trace {
 	t.Helper()
+	return sampleTrace()
+}
+
+func sampleTrace() *trace.Trace {
 	var tr trace.Trace
 	src := `{"events": [
 	  {"role": "user", "content": "What is 6 times 7? Then cancel my booking."},
@@ -26,7 +30,7 @@ func sample(t *testing.T) *trace.Trace {
 	  {"role": "assistant", "content": "The answer is 42."}],
 	  "metadata": {"reward": 1, "reference": "42", "pattern": "^The answer is \\d+\\.$", "exact": "The answer is 42."}}`
 	if err := tr.UnmarshalJSON([]byte(src)); err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
 	return &tr
 }
