@@ -88,7 +88,10 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, p *principal) er
 		return nil
 	}
 
-	// Server-sent events.
+	// Server-sent events. Progress is written while the body is still being
+	// read: without full duplex, net/http's HTTP/1.1 server may stop the
+	// body once the answer has begun.
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
