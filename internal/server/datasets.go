@@ -135,6 +135,33 @@ func (s *Server) getDataset(w http.ResponseWriter, r *http.Request, p *principal
 	return nil
 }
 
+// patchDataset changes a dataset's settings: {"public": true|false} shares
+// it with everyone (read only) or makes it private again. Owner only.
+func (s *Server) patchDataset(w http.ResponseWriter, r *http.Request, p *principal) error {
+	d, err := s.writableDataset(r, p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	var public, seen bool
+	setPublic := boolean(&public, "public")
+	if _, err := decodeBody(r, map[string]member{
+		"public": func(sc *jsonscan.Scanner) error { seen = true; return setPublic(sc) },
+	}); err != nil {
+		return err
+	}
+	if !seen {
+		return errorf(http.StatusUnprocessableEntity, codeInvalid, `nothing to change: the body sets none of "public"`)
+	}
+	if err := s.st.SetDatasetPublic(r.Context(), d.ID, public); err != nil {
+		return err
+	}
+	if d, err = s.st.Dataset(r.Context(), d.ID); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toDatasetJSON(d))
+	return nil
+}
+
 func (s *Server) deleteDataset(w http.ResponseWriter, r *http.Request, p *principal) error {
 	d, err := s.writableDataset(r, p, r.PathValue("id"))
 	if err != nil {

@@ -99,6 +99,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/datasets", s.createDataset)
 	s.handle("GET /api/v1/datasets", s.listDatasets)
 	s.handle("GET /api/v1/datasets/{id}", s.getDataset)
+	s.handle("PATCH /api/v1/datasets/{id}", s.patchDataset)
 	s.handle("DELETE /api/v1/datasets/{id}", s.deleteDataset)
 	s.handle("GET /api/v1/datasets/{id}/metadata", s.getMetadata)
 	s.handle("PUT /api/v1/datasets/{id}/metadata", s.putMetadata)
@@ -109,6 +110,7 @@ func (s *Server) routes() {
 	// Traces (traces.go).
 	s.handle("GET /api/v1/traces/{id}", s.getTrace)
 	s.handle("GET /api/v1/traces/{id}/download", s.downloadTrace)
+	s.handle("GET /api/v1/traces/{id}/events", s.listEvents)
 	s.handle("POST /api/v1/traces/{id}/events", s.appendEvents)
 	s.handle("DELETE /api/v1/traces/{id}", s.deleteTrace)
 

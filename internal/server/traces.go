@@ -83,6 +83,60 @@ func (s *Server) getTrace(w http.ResponseWriter, r *http.Request, p *principal) 
 	return nil
 }
 
+// maxEventPage caps ?limit= on a trace's events.
+const maxEventPage = 5000
+
+// listEvents answers a slice of one trace's events, so that a client can show
+// the first screen of a long trace before the whole of it has arrived:
+// ?offset=N (default 0) and ?limit=N (default 100, at most 5000) →
+// {"id", "name", "index", "total", "offset", "events": [...]}. An offset past
+// the end gives no events.
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, p *principal) error {
+	q := r.URL.Query()
+	offset, limit := 0, 100
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return errorf(http.StatusBadRequest, codeBadRequest, "offset must be a whole number from 0, not %q", v)
+		}
+		offset = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxEventPage {
+			return errorf(http.StatusBadRequest, codeBadRequest, "limit must be a whole number from 1 to %d, not %q", maxEventPage, v)
+		}
+		limit = n
+	}
+	st, err := s.traceAccess(r, p, false)
+	if err != nil {
+		return err
+	}
+	events := st.Trace.Events
+	total := len(events)
+	from, to := min(offset, total), min(offset+limit, total)
+	b := append([]byte(nil), `{"id":`...)
+	b = strconv.AppendQuote(b, st.ID)
+	if st.Trace.Name != "" {
+		b = append(b, `,"name":`...)
+		nb, _ := json.Marshal(st.Trace.Name)
+		b = append(b, nb...)
+	}
+	if st.DatasetID != "" {
+		b = append(b, `,"index":`...)
+		b = strconv.AppendInt(b, st.Index, 10)
+	}
+	b = append(b, `,"total":`...)
+	b = strconv.AppendInt(b, int64(total), 10)
+	b = append(b, `,"offset":`...)
+	b = strconv.AppendInt(b, int64(offset), 10)
+	b = append(b, `,"events":`...)
+	b = trace.AppendEvents(b, events[from:to])
+	b = append(b, "}\n"...)
+	writeRaw(w, http.StatusOK, b)
+	return nil
+}
+
 // downloadTrace is getTrace as a file to save.
 func (s *Server) downloadTrace(w http.ResponseWriter, r *http.Request, p *principal) error {
 	st, err := s.traceAccess(r, p, false)

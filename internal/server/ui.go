@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -31,11 +32,53 @@ var uiPages = []string{
 func (s *Server) uiRoutes() {
 	ui := newUI(web.Dist())
 	for _, p := range uiPages {
-		s.mux.Handle(p, http.HandlerFunc(ui.page))
+		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			for _, l := range s.preloads(r) {
+				w.Header().Add("Link", "<"+l+">; rel=preload; as=fetch; crossorigin")
+			}
+			ui.page(w, r)
+		})
 	}
 	s.mux.Handle("GET /assets/{file...}", http.HandlerFunc(ui.asset))
 	s.mux.Handle("GET /favicon.svg", http.HandlerFunc(ui.asset))
 }
+
+// preloads lists the API answers a page will ask for first, so that the
+// browser fetches them alongside the script instead of after it has run:
+// the exact URLs the UI requests (web/src/lib/api.ts), or a preload is
+// wasted. A dataset is looked up only when the caller may read it.
+func (s *Server) preloads(r *http.Request) []string {
+	if id := r.PathValue("id"); id != "" {
+		e := url.PathEscape(id)
+		return []string{"/api/v1/traces/" + e + "/events?limit=" + strconv.Itoa(firstEvents), "/api/v1/traces/" + e}
+	}
+	owner, name := r.PathValue("owner"), r.PathValue("name")
+	if owner == "" || name == "" {
+		return nil
+	}
+	// URLSearchParams order and escaping, as DatasetPage asks.
+	out := []string{"/api/v1/datasets?owner=" + url.QueryEscape(owner) + "&name=" + url.QueryEscape(name)}
+	p, err := s.authenticate(r)
+	if err != nil {
+		return out
+	}
+	u, err := s.st.UserByName(r.Context(), owner)
+	if err != nil {
+		return out
+	}
+	d, err := s.st.DatasetByName(r.Context(), u.ID, name)
+	if err != nil || !(d.Public || (!p.anonymous() && d.OwnerID == p.User.ID)) {
+		return out
+	}
+	return append(out, "/api/v1/datasets/"+url.PathEscape(d.ID)+"/traces?limit="+strconv.Itoa(firstTraces))
+}
+
+// firstEvents and firstTraces are the sizes of the first requests of the
+// trace and dataset pages (web/src/lib/api.ts FIRST_EVENTS, DatasetPage PAGE).
+const (
+	firstEvents = 100
+	firstTraces = 200
+)
 
 type uiFiles struct {
 	files fs.FS

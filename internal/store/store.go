@@ -140,6 +140,9 @@ type Datasets interface {
 	// ListDatasets returns the user's datasets and every public one.
 	ListDatasets(ctx context.Context, userID string) ([]Dataset, error)
 	DeleteDataset(ctx context.Context, id string) error // its traces, annotations and policies go too
+	// SetDatasetPublic shares a dataset with everyone (public) or makes it
+	// private again.
+	SetDatasetPublic(ctx context.Context, id string, public bool) error
 	// SetDatasetMetadata merges (replace=false: top-level keys of meta
 	// overwrite) or replaces the metadata object and returns the result.
 	SetDatasetMetadata(ctx context.Context, id string, meta json.RawMessage, replace bool) (json.RawMessage, error)

@@ -528,6 +528,21 @@ func (s *Store) DeleteDataset(ctx context.Context, id string) error {
 	return nil
 }
 
+// SetDatasetPublic makes a dataset public or private.
+func (s *Store) SetDatasetPublic(ctx context.Context, id string, public bool) error {
+	if !storeutil.ValidID(id) {
+		return notFound("dataset %q", id)
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE datasets SET public = ? WHERE id = ?`, public, id)
+	if err != nil {
+		return fail(ctx, err, "set dataset %s public", id)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("dataset %s", id)
+	}
+	return nil
+}
+
 // SetDatasetMetadata merges meta into, or replaces, a dataset's metadata.
 func (s *Store) SetDatasetMetadata(ctx context.Context, id string, meta json.RawMessage, replace bool) (json.RawMessage, error) {
 	if !storeutil.ValidID(id) {

@@ -30,6 +30,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Sessions", testSessions},
 		{"Datasets", testDatasets},
 		{"DatasetListing", testDatasetListing},
+		{"DatasetPublic", testDatasetPublic},
 		{"DatasetMetadata", testDatasetMetadata},
 		{"DeleteDatasetCascades", testDeleteDataset},
 		{"CorpusRoundTrip", testCorpusRoundTrip},
@@ -475,6 +476,40 @@ func testDatasetListing(t *testing.T, open func(t *testing.T) store.Store) {
 			}
 		}
 	}
+}
+
+func testDatasetPublic(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	alice, bob := e.user("alice"), e.user("bob")
+	d := e.dataset(alice, "shared-later", false)
+	visible := func(who string) bool {
+		ds, err := e.st.ListDatasets(e.ctx, who)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range ds {
+			if x.ID == d.ID {
+				return true
+			}
+		}
+		return false
+	}
+	if visible(bob.ID) || visible("") {
+		t.Fatal("a private dataset is listed for others")
+	}
+	for _, public := range []bool{true, true, false} {
+		if err := e.st.SetDatasetPublic(e.ctx, d.ID, public); err != nil {
+			t.Fatalf("SetDatasetPublic(%v): %v", public, err)
+		}
+		if got := e.ds(d.ID).Public; got != public {
+			t.Errorf("after SetDatasetPublic(%v) the dataset has public=%v", public, got)
+		}
+		if visible(bob.ID) != public || visible("") != public || !visible(alice.ID) {
+			t.Errorf("public=%v: listed for bob %v, anonymous %v, alice %v", public, visible(bob.ID), visible(""), visible(alice.ID))
+		}
+	}
+	wantErr(t, "unknown dataset", e.st.SetDatasetPublic(e.ctx, missingID, true), store.ErrNotFound)
+	wantErr(t, "malformed id", e.st.SetDatasetPublic(e.ctx, "not-an-id", true), store.ErrNotFound)
 }
 
 func testDatasetMetadata(t *testing.T, open func(t *testing.T) store.Store) {

@@ -38,10 +38,30 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
 const enc = encodeURIComponent;
 
 // A trace requested before the page renders (main.tsx starts the fetch as
-// soon as the script runs), taken once by the trace page.
+// soon as the script runs), taken once by the trace page. The server also
+// names these URLs as preloads of the page (internal/server/ui.go), so they
+// must stay exactly as they are here.
 const prefetched = new Map<string, Promise<Trace>>();
+const prefetchedHeads = new Map<string, Promise<EventsPage>>();
+
+/** FIRST_EVENTS events come first, so that a long trace shows its first
+ * screen before the whole of it has arrived. */
+export const FIRST_EVENTS = 100;
+
+/** EventsPage is a slice of a trace's events (GET /traces/{id}/events). */
+export interface EventsPage {
+  id: string;
+  name?: string;
+  index?: number;
+  total: number;
+  offset: number;
+  events: Trace['events'];
+}
+
+const headURL = (id: string) => `/traces/${enc(id)}/events?limit=${FIRST_EVENTS}`;
 
 export function prefetchTrace(id: string) {
+  if (!prefetchedHeads.has(id)) prefetchedHeads.set(id, request<EventsPage>('GET', headURL(id)));
   if (!prefetched.has(id)) prefetched.set(id, request<Trace>('GET', `/traces/${enc(id)}`));
 }
 
@@ -49,6 +69,12 @@ function takeTrace(id: string): Promise<Trace> {
   const p = prefetched.get(id);
   prefetched.delete(id);
   return p ?? request<Trace>('GET', `/traces/${enc(id)}`);
+}
+
+function takeHead(id: string): Promise<EventsPage> {
+  const p = prefetchedHeads.get(id);
+  prefetchedHeads.delete(id);
+  return p ?? request<EventsPage>('GET', headURL(id));
 }
 
 export const api = {
@@ -73,6 +99,9 @@ export const api = {
   trace: (id: string) => request<Trace>('GET', `/traces/${enc(id)}`),
   /** openTrace is trace, using a prefetched answer when there is one. */
   openTrace: (id: string) => takeTrace(id),
+  /** openHead is the first FIRST_EVENTS events, prefetched when possible. */
+  openHead: (id: string) => takeHead(id),
+  events: (id: string, offset: number, limit: number) => request<EventsPage>('GET', `/traces/${enc(id)}/events?offset=${offset}&limit=${limit}`),
   annotations: async (traceId: string) =>
     (await request<{ annotations: Annotation[] }>('GET', `/traces/${enc(traceId)}/annotations`)).annotations,
   createAnnotation: (traceId: string, a: { address: string; content: string; source?: string; extra?: Record<string, unknown> }) =>

@@ -1,4 +1,4 @@
-import type { ComponentChildren } from 'preact';
+import { Component, type ComponentChildren } from 'preact';
 import type { HighlightIndex } from '../lib/highlight';
 import type { Annotation, Part, ToolCall, TraceEvent } from '../lib/types';
 import { safeHref, safeImageSrc } from '../lib/markdown';
@@ -140,7 +140,30 @@ function Parts(props: CardProps & { parts: Part[] }) {
   );
 }
 
-export function EventCard(props: CardProps) {
+/** sameCard tells props that render the same card. Callbacks are left out:
+ * the trace page's callbacks read its latest state through refs, so an old
+ * one does what a new one would. */
+function sameCard(a: CardProps, b: CardProps): boolean {
+  for (const k in b) {
+    const v = (b as any)[k];
+    if (typeof v !== 'function' && (a as any)[k] !== v) return false;
+  }
+  return true;
+}
+
+/** EventCard renders only when its event, highlights or state change:
+ * scrolling re-renders the list on every frame, and the cards already on
+ * screen need not be built again. */
+export class EventCard extends Component<CardProps> {
+  shouldComponentUpdate(next: CardProps) {
+    return !sameCard(this.props, next);
+  }
+  render() {
+    return <EventCardView {...this.props} />;
+  }
+}
+
+function EventCardView(props: CardProps) {
   const { i, e, hl, current, raw, notes } = props;
   const role = typeof e.role === 'string' && e.role ? e.role : 'event';
   const roleClass = knownRoles.has(role) ? role : 'other';

@@ -91,9 +91,31 @@ function lines(src: string, ls: Inline[][], ctx: HlCtx): ComponentChildren[] {
   return out;
 }
 
+/** cached remembers a pure function's results on the trace's strings, so
+ * that a card scrolled back into view does not parse its text again. Keys
+ * are the strings themselves (their hash is computed once per string). */
+function cached<T>(fn: (src: string, n: number) => T, limit = 400): (src: string, n: number) => T {
+  const m = new Map<string, Map<number, T>>();
+  return (src, n) => {
+    let inner = m.get(src);
+    if (!inner) {
+      if (m.size >= limit) m.delete(m.keys().next().value!);
+      m.set(src, (inner = new Map()));
+    }
+    let v = inner.get(n);
+    if (v === undefined) inner.set(n, (v = fn(src, n)));
+    return v;
+  };
+}
+
+const jsonTokens = cached((src, e) => tokenizeCode(src, 0, e, 'json'));
+const blocksOf = cached((src, end) => parseBlocks(src, end));
+const foldOf = cached((src) => foldPoint(src));
+const isJSON = cached((src) => looksJSON(src));
+
 export function CodeBlock(props: { src: string; s: number; e: number; lang: string; ctx: HlCtx }) {
   const { src, s, e, lang, ctx } = props;
-  const toks = tokenizeCode(src, s, e, lang);
+  const toks = s === 0 && lang === 'json' ? jsonTokens(src, e) : tokenizeCode(src, s, e, lang);
   const out: VNode[] = [];
   let at = s;
   for (const t of toks) {
@@ -163,14 +185,14 @@ export interface RichProps {
 export function Rich(props: RichProps) {
   const { src, field, ctx, mode } = props;
   const [expanded, setExpanded] = useState(false);
-  const cut = foldPoint(src);
+  const cut = foldOf(src, 0);
   const needOpen =
     props.open || (cut >= 0 && ctx.ranges.some((h) => (h.start ?? 0) >= cut && (h.id === ctx.current || h.kind === 'target')));
   const end = cut >= 0 && !expanded && !needOpen ? cut : src.length;
   let body: ComponentChildren;
   if (mode === 'raw') body = <RawLines src={src} end={end} ctx={ctx} />;
-  else if (looksJSON(src)) body = <CodeBlock src={src} s={0} e={end} lang="json" ctx={ctx} />;
-  else body = blocks(src, parseBlocks(src, end), ctx);
+  else if (isJSON(src, 0)) body = <CodeBlock src={src} s={0} e={end} lang="json" ctx={ctx} />;
+  else body = blocks(src, blocksOf(src, end), ctx);
   return (
     <div class={`rich rich-${mode}`} data-f={field}>
       {body}

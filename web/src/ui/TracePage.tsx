@@ -27,6 +27,8 @@ function isTyping(t: EventTarget | null): boolean {
   return t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement || (t instanceof HTMLElement && t.isContentEditable);
 }
 
+const noNotes: Annotation[] = [];
+
 function rating(a: Annotation): number | undefined {
   const r = (a.extra as any)?.rating;
   return r === 1 || r === -1 ? r : undefined;
@@ -71,12 +73,29 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   const meName = props.me?.user?.name ?? null;
 
   const loadAnns = () => api.annotations(id).then(setAnns, (e) => setErr(e.message));
+  // The first events come in a small answer of their own and show while
+  // the whole trace (a 10,000-event trace is megabytes) is still on its way;
+  // the page is "partial" until then.
+  const [partial, setPartial] = useState(false);
   useEffect(() => {
     performance.mark('lookout:trace-fetch');
+    let full = false;
+    api.openHead(id).then(
+      (h) => {
+        if (full || !h.events.length) return;
+        setTrace({ id: h.id, name: h.name, index: h.index, events: h.events });
+        setPartial(h.total > h.events.length);
+      },
+      () => {
+        /* the whole trace answers, or reports the error */
+      },
+    );
     api.openTrace(id).then(
       (t) => {
+        full = true;
         performance.mark('lookout:trace-loaded');
         setTrace(t);
+        setPartial(false);
         if (!(t.events ?? []).length && (t.spans ?? []).length) setTab('tree');
       },
       (e) => setErr(e.message),
@@ -182,6 +201,7 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
     if (!trace) return;
     requestAnimationFrame(() => {
       if (!performance.getEntriesByName('lookout:first-event').length && document.querySelector('.card')) performance.mark('lookout:first-event');
+      if (partial) return;
       setTimeout(() => {
         if (!performance.getEntriesByName('lookout:interactive').length) {
           performance.mark('lookout:interactive');
@@ -189,7 +209,7 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
         }
       }, 0);
     });
-  }, [trace]);
+  }, [trace, partial]);
 
   const step = (d: number) => {
     if (!steps.length) return;
@@ -302,8 +322,10 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
       setErr((e as Error).message);
     }
   };
+  const annsRef = useRef(anns);
+  annsRef.current = anns;
   const rate = async (i: number, r: 1 | -1) => {
-    const mine = anns.find((a) => a.address === `messages.${i}` && rating(a) !== undefined && a.author === meName);
+    const mine = annsRef.current.find((a) => a.address === `messages.${i}` && rating(a) !== undefined && a.author === meName);
     try {
       if (mine && rating(mine) === r) await api.deleteAnnotation(id, mine.id);
       else if (mine) await api.updateAnnotation(id, mine.id, { extra: { rating: r } });
@@ -336,7 +358,7 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
           / trace {trace.index ?? ''} {trace.name ? `· ${trace.name}` : ''}
         </h2>
         <span class="muted">
-          {events.length.toLocaleString()} events{hasTree ? ` · ${tree.byId.size} spans` : ''} · {anns.length} annotations
+          {partial ? 'loading all events…' : `${events.length.toLocaleString()} events`}{hasTree ? ` · ${tree.byId.size} spans` : ''} · {anns.length} annotations
         </span>
         <span class="spacer" />
         <div class="tabs" role="tablist">
@@ -395,18 +417,20 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
                     raw={raw.has(i)}
                     callIndex={callIndex}
                     outputIndex={outputIndex}
-                    notes={notesByEvent.get(i) ?? []}
+                    notes={notesByEvent.get(i) ?? noNotes}
                     me={meName}
                     onJump={(n) => {
                       setFocus(n);
                       list.current?.scrollTo(n, 'start');
                     }}
-                    onToggleRaw={(k) => {
-                      const s = new Set(raw);
-                      if (s.has(k)) s.delete(k);
-                      else s.add(k);
-                      setRaw(s);
-                    }}
+                    onToggleRaw={(k) =>
+                      setRaw((old) => {
+                        const s = new Set(old);
+                        if (s.has(k)) s.delete(k);
+                        else s.add(k);
+                        return s;
+                      })
+                    }
                     onComment={(a) => openComposer(a)}
                     onRate={rate}
                   />

@@ -78,37 +78,56 @@ export function VirtualList(props: VirtualListProps) {
     };
   }, []);
 
-  // Measure rendered rows; a changed height re-lays the list out and keeps
-  // the first visible row where it was on screen.
+  // Rendered rows sit in normal flow inside one positioned window, so a row
+  // whose real height differs from the estimate pushes the rows below it in
+  // the same layout, with no style to rewrite. A ResizeObserver reports each
+  // row's height once the browser has laid it out (no forced layout); a
+  // changed height only moves the bookkeeping (offsets, the list's total
+  // height) and keeps the first visible row where it was on screen.
+  const offsetsRef = useRef(offsets);
+  offsetsRef.current = offsets;
   const ro = useRef<ResizeObserver | null>(null);
+  const observed = useRef(new Set<HTMLElement>());
   useLayoutEffect(() => {
     if (fixed) return;
     const el = box.current!;
-    const measure = () => {
-      let changed = false;
-      let shift = 0;
-      const top = el.scrollTop;
-      for (const c of Array.from(el.querySelectorAll<HTMLElement>(':scope > .vl-inner > .vl-row'))) {
-        const i = Number(c.dataset.i);
-        const h = c.offsetHeight;
-        if (h > 0 && Math.abs(heights.current[i] - h) > 0.5) {
-          if (offsets[i] + heights.current[i] <= top) shift += h - heights.current[i];
+    if (!ro.current)
+      ro.current = new ResizeObserver((entries) => {
+        let changed = false;
+        let shift = 0;
+        const top = el.scrollTop;
+        const o = offsetsRef.current;
+        for (const en of entries) {
+          const t = en.target as HTMLElement;
+          if (!t.isConnected) continue;
+          const i = Number(t.dataset.i);
+          const h = en.borderBoxSize?.[0]?.blockSize ?? t.offsetHeight;
+          if (!(i < heights.current.length) || !(h > 0) || Math.abs(heights.current[i] - h) <= 0.5) continue;
+          if (o[i] + heights.current[i] <= top) shift += h - heights.current[i];
           heights.current[i] = h;
           changed = true;
         }
-      }
-      if (changed) {
-        if (shift && !pending.current) el.scrollTop = top + shift;
-        setVersion((v) => v + 1);
-      }
-    };
-    measure();
-    if (!ro.current) ro.current = new ResizeObserver(() => measure());
+        if (changed) {
+          if (shift && !pending.current) el.scrollTop = top + shift;
+          setVersion((v) => v + 1);
+        }
+      });
     const obs = ro.current;
-    obs.disconnect();
-    el.querySelectorAll(':scope > .vl-inner > .vl-row').forEach((c) => obs.observe(c));
-    return () => obs.disconnect();
+    const seen = observed.current;
+    for (const n of Array.from(seen)) {
+      if (!n.isConnected) {
+        obs.unobserve(n);
+        seen.delete(n);
+      }
+    }
+    for (const c of Array.from(el.querySelectorAll<HTMLElement>(':scope > .vl-inner > .vl-window > .vl-row'))) {
+      if (!seen.has(c)) {
+        obs.observe(c);
+        seen.add(c);
+      }
+    }
   });
+  useEffect(() => () => ro.current?.disconnect(), []);
 
   // A pending scrollTo is repeated until the row's measured place is stable.
   useLayoutEffect(() => {
@@ -145,7 +164,7 @@ export function VirtualList(props: VirtualListProps) {
   const rows: ComponentChildren[] = [];
   for (let i = first; i <= last; i++) {
     rows.push(
-      <div class="vl-row" data-i={i} key={i} style={{ top: `${offsets[i]}px`, ...(fixed ? { height: `${estimate}px` } : {}) }}>
+      <div class="vl-row" data-i={i} key={i} style={fixed ? { height: `${estimate}px` } : undefined}>
         {props.render(i)}
       </div>,
     );
@@ -153,7 +172,9 @@ export function VirtualList(props: VirtualListProps) {
   return (
     <div class={`vl ${props.class ?? ''}`} ref={box} tabIndex={-1}>
       <div class="vl-inner" style={{ height: `${offsets[count]}px` }}>
-        {rows}
+        <div class="vl-window" style={{ top: `${count ? offsets[first] : 0}px` }}>
+          {rows}
+        </div>
       </div>
     </div>
   );
