@@ -58,6 +58,9 @@ func (s *Server) preloads(r *http.Request) []string {
 	}
 	// URLSearchParams order and escaping, as DatasetPage asks.
 	out := []string{"/api/v1/datasets?owner=" + url.QueryEscape(owner) + "&name=" + url.QueryEscape(name)}
+	if s.st == nil {
+		return out // the UI served alone
+	}
 	p, err := s.authenticate(r)
 	if err != nil {
 		return out

@@ -130,3 +130,47 @@ func TestUIKeepsAPIErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestUIPreloads: a page names the API answers it asks for first as Link
+// preloads, with exactly the URLs the UI requests; a dataset page preloads
+// the first page of traces only for a dataset the caller may read.
+func TestUIPreloads(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, st storeUnderTest) {
+		f := newFixture(t, st, Config{})
+		f.addUser("alice")
+		f.addUser("bob")
+		priv := f.createDataset("alice", "mine", false)
+		pub := f.createDataset("alice", "open", true)
+		links := func(user, path string) []string {
+			r := f.do("GET", path, user, nil)
+			if r.status != 200 {
+				t.Fatalf("GET %s: %d", path, r.status)
+			}
+			return r.header.Values("Link")
+		}
+		pre := func(u string) string { return "<" + u + ">; rel=preload; as=fetch; crossorigin" }
+		cases := []struct {
+			user, path string
+			want       []string
+		}{
+			{"alice", "/traces/0b6f3c1e-0000-4000-8000-000000000001", []string{
+				pre("/api/v1/traces/0b6f3c1e-0000-4000-8000-000000000001/events?limit=100"),
+				pre("/api/v1/traces/0b6f3c1e-0000-4000-8000-000000000001")}},
+			{"alice", "/datasets/alice/mine", []string{
+				pre("/api/v1/datasets?owner=alice&name=mine"),
+				pre("/api/v1/datasets/" + priv + "/traces?limit=200")}},
+			{"bob", "/datasets/alice/mine", []string{pre("/api/v1/datasets?owner=alice&name=mine")}},
+			{"", "/datasets/alice/mine", []string{pre("/api/v1/datasets?owner=alice&name=mine")}},
+			{"", "/datasets/alice/open", []string{
+				pre("/api/v1/datasets?owner=alice&name=open"),
+				pre("/api/v1/datasets/" + pub + "/traces?limit=200")}},
+			{"alice", "/datasets/nobody/x%20y", []string{pre("/api/v1/datasets?owner=nobody&name=x+y")}},
+			{"alice", "/", nil},
+		}
+		for _, c := range cases {
+			if got := links(c.user, c.path); strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("%s as %q: Link\n%s\nwant\n%s", c.path, c.user, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		}
+	})
+}
