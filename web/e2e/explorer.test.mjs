@@ -311,6 +311,76 @@ describe('explorer', () => {
     expect422();
   });
 
+  test('share: the owner makes a dataset public, then private again', async () => {
+    const info = async () => (await api(srv.base, 'GET', '/datasets?name=airline')).datasets[0];
+    assert.equal((await info()).public, false);
+    await page.goto(`${srv.base}/datasets/local/airline`);
+    await page.click('.share-toggle:has-text("Make public")');
+    await page.locator('.dataset-head h2 .badge:has-text("public")').waitFor();
+    assert.equal((await info()).public, true);
+    await shot(page, 'dataset-public');
+    await page.click('.share-toggle:has-text("Make private")');
+    await page.locator('.dataset-head h2 .badge').waitFor({ state: 'detached' });
+    assert.equal((await info()).public, false);
+  });
+
+  test('a metadata column chosen in the picker shows per trace and stays after reload', async () => {
+    const ds = (await api(srv.base, 'GET', '/datasets?name=airline')).datasets[0];
+    const first = (await api(srv.base, 'GET', `/datasets/${ds.id}/traces?limit=1`)).traces[0];
+    await page.goto(`${srv.base}/datasets/local/airline`);
+    await page.locator('.trow[data-trace]').first().waitFor();
+    const cells = () => page.locator(`.trow[data-trace="${first.id}"] > span`).count();
+    const before = await cells();
+    await page.click('button:has-text("Columns")');
+    await page.locator('.cols label:has-text("reward") input').check();
+    const cell = page.locator(`.trow[data-trace="${first.id}"] > span`).last();
+    await page.waitForFunction((n) => document.querySelectorAll('.trow[data-trace] ')[0].children.length === n, before + 1);
+    assert.equal(await cell.textContent(), String(first.metadata.reward));
+    await shot(page, 'dataset-columns');
+    await page.reload();
+    await page.locator('.trow[data-trace]').first().waitFor();
+    assert.equal(await cells(), before + 1, 'the chosen column is kept');
+    assert.equal(await cell.textContent(), String(first.metadata.reward));
+    await page.click('button:has-text("Columns")');
+    await page.locator('.cols label:has-text("reward") input').uncheck();
+    await page.waitForFunction((n) => document.querySelectorAll('.trow[data-trace]')[0].children.length === n, before);
+  });
+
+  test('[ and ] open the previous and next trace of the list', async () => {
+    const ds = (await api(srv.base, 'GET', '/datasets?name=airline')).datasets[0];
+    const ids = (await api(srv.base, 'GET', `/datasets/${ds.id}/traces?limit=3`)).traces.map((t) => t.id);
+    await page.goto(`${srv.base}/datasets/local/airline`);
+    await page.locator(`.trow[data-trace="${ids[1]}"]`).click();
+    await page.waitForURL(`**/traces/${ids[1]}`);
+    await page.waitForSelector('.card[data-event="0"]');
+    await page.keyboard.press(']');
+    await page.waitForURL(`**/traces/${ids[2]}`);
+    await page.waitForSelector('.card[data-event="0"]');
+    await page.keyboard.press('[');
+    await page.keyboard.press('[');
+    await page.waitForURL(`**/traces/${ids[0]}`);
+    await page.keyboard.press('[');
+    await page.waitForTimeout(300);
+    assert.ok(page.url().endsWith(`/traces/${ids[0]}`), 'no trace before the first');
+  });
+
+  test('deleting a dataset asks first: cancel keeps it, confirm removes it', async () => {
+    await createDataset(srv.base, 'doomed');
+    await page.goto(srv.base + '/');
+    const row = page.locator('tr[data-dataset="doomed"]');
+    await row.locator('button:has-text("Delete")').click();
+    const dialog = page.locator('.modal[role="dialog"]');
+    assert.match(await dialog.locator('h3').textContent(), /Delete doomed\?/);
+    await dialog.locator('button:has-text("Cancel")').click();
+    await dialog.waitFor({ state: 'detached' });
+    assert.equal((await api(srv.base, 'GET', '/datasets?name=doomed')).datasets.length, 1);
+    await row.locator('button:has-text("Delete")').click();
+    await shot(page, 'delete-confirm');
+    await dialog.locator('button.danger:has-text("Delete")').click();
+    await row.waitFor({ state: 'detached' });
+    assert.equal((await api(srv.base, 'GET', '/datasets?name=doomed')).datasets.length, 0);
+  });
+
   test('no console errors, page errors or dialogs during the run', () => {
     assert.deepEqual(problems, []);
   });

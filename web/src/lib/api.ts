@@ -90,6 +90,8 @@ export const api = {
   },
   dataset: (id: string) => request<Dataset>('GET', `/datasets/${enc(id)}`),
   createDataset: (name: string, isPublic = false) => request<Dataset>('POST', '/datasets', { name, public: isPublic }),
+  /** setPublic shares a dataset with everyone, or makes it private again. */
+  setPublic: (id: string, isPublic: boolean) => request<Dataset>('PATCH', `/datasets/${enc(id)}`, { public: isPublic }),
   deleteDataset: (id: string) => request<void>('DELETE', `/datasets/${enc(id)}`),
   traces: (id: string, cursor = '', limit = 100) =>
     request<{ traces: TraceSummary[]; next: string }>(

@@ -321,6 +321,16 @@ export function DatasetPage(props: { owner: string; name: string; search: string
         <button type="button" class="small" onClick={() => copyText(shareLink).then((ok) => setCopied(ok ? 'link copied' : shareLink))}>
           Copy link
         </button>
+        {canWrite && (
+          <button
+            type="button"
+            class="small share-toggle"
+            title={ds.public ? 'only you will see this dataset' : 'anyone with the link can read this dataset (not change it)'}
+            onClick={() => api.setPublic(ds.id, !ds.public).then(setDs, (e) => setErr(e.message))}
+          >
+            {ds.public ? 'Make private' : 'Make public'}
+          </button>
+        )}
         {copied && <span class="muted">{copied}</span>}
       </div>
       {Object.keys(ds.metadata ?? {}).length > 0 && (
