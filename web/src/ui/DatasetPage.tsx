@@ -8,7 +8,7 @@ import { tryParseAddress, cpToUnits } from '../lib/address';
 import { navigate } from '../lib/router';
 import { isEmpty, parseQuery, type SearchBackend } from '../lib/search';
 import type { Dataset, Me, Trace, TraceSummary } from '../lib/types';
-import { copyText, fmtTime, scalar } from './common';
+import { copyText, fmtTime, scalar, fmtInt } from './common';
 import { PolicyPanel } from './PolicyPanel';
 import { VirtualList, type VirtualHandle } from './VirtualList';
 
@@ -237,7 +237,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
     for (let i = 0; i < Math.min(count, 2000); i++) for (const k of Object.keys(shown(i)?.summary.metadata ?? {})) s.add(k);
     Object.keys(ds?.metadata ?? {}).length;
     return [...s].sort();
-  }, [count, ds, results, flaggedRows, rows.current.filter(Boolean).length > 0]);
+  }, [count, ds, results, flaggedRows, rows.current[0] !== undefined]);
 
   const open = (h: Hit) => {
     const ids: string[] = [];
@@ -316,7 +316,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
           <a href="/">datasets</a> / {ds.owner} / {ds.name} {ds.public && <span class="badge">public</span>}
         </h2>
         <span class="muted">
-          {ds.trace_count.toLocaleString()} traces · created {fmtTime(ds.created_at)} · last pushed {fmtTime(ds.last_pushed)}
+          {fmtInt(ds.trace_count)} traces · created {fmtTime(ds.created_at)} · last pushed {fmtTime(ds.last_pushed)}
         </span>
         <button type="button" class="small" onClick={() => copyText(shareLink).then((ok) => setCopied(ok ? 'link copied' : shareLink))}>
           Copy link
@@ -392,7 +392,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
           <div class="list-status muted">
             {results && scan && (
               <span class="search-status">
-                {results.length.toLocaleString()} matching traces{scan.done ? '' : ` (searched ${scan.scanned.toLocaleString()} of ${ds.trace_count.toLocaleString()}…)`}
+                {fmtInt(results.length)} matching traces{scan.done ? '' : ` (searched ${fmtInt(scan.scanned)} of ${fmtInt(ds.trace_count)}…)`}
               </span>
             )}
             {flagged && (

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, decodeErrors, upload, type UploadProgress } from '../lib/api';
 import { datasetPath } from '../lib/router';
 import type { Dataset, DecodeError, Me, UploadResult } from '../lib/types';
-import { Confirm, fmtBytes, fmtTime, scalar } from './common';
+import { Confirm, fmtBytes, fmtTime, scalar, fmtInt } from './common';
 
 export function Home(props: { me: Me | null }) {
   const [datasets, setDatasets] = useState<Dataset[] | null>(null);
@@ -40,7 +40,7 @@ export function Home(props: { me: Me | null }) {
                     <a href={datasetPath(d.owner, d.name)}>{d.name}</a> {d.public && <span class="badge">public</span>}
                   </td>
                   <td>{d.owner}</td>
-                  <td class="num">{d.trace_count.toLocaleString()}</td>
+                  <td class="num">{fmtInt(d.trace_count)}</td>
                   <td>{fmtTime(d.last_pushed)}</td>
                   <td class="meta-cell">
                     {Object.entries(d.metadata ?? {})
@@ -73,7 +73,7 @@ export function Home(props: { me: Me | null }) {
           title={`Delete ${del.name}?`}
           body={
             <p>
-              This deletes the dataset <b>{del.name}</b> with its {del.trace_count.toLocaleString()} traces and their annotations. It cannot be undone.
+              This deletes the dataset <b>{del.name}</b> with its {fmtInt(del.trace_count)} traces and their annotations. It cannot be undone.
             </p>
           }
           action="Delete"

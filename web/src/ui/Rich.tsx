@@ -7,6 +7,7 @@ import { useState } from 'preact/hooks';
 import type { Highlight } from '../lib/highlight';
 import { segments } from '../lib/highlight';
 import { foldPoint, parseBlocks, tokenizeCode, type Block, type Inline } from '../lib/markdown';
+import { fmtInt } from './common';
 
 export interface HlCtx {
   ranges: Highlight[]; // range highlights on this field
@@ -198,7 +199,7 @@ export function Rich(props: RichProps) {
       {body}
       {cut >= 0 && !needOpen && (
         <button class="fold" type="button" onClick={() => setExpanded(!expanded)}>
-          {expanded ? 'show less' : `show more (${(src.length - cut).toLocaleString()} more characters)`}
+          {expanded ? 'show less' : `show more (${fmtInt(src.length - cut)} more characters)`}
         </button>
       )}
     </div>

@@ -7,7 +7,7 @@ import { datasetPath, navigate } from '../lib/router';
 import { parseQuery, textHits } from '../lib/search';
 import { buildTree, initialState, reveal, type Expanded } from '../lib/tree';
 import type { Annotation, Me, Trace } from '../lib/types';
-import { copyText } from './common';
+import { copyText, fmtInt } from './common';
 import type { ListMemory } from './DatasetPage';
 import { EventCard } from './EventCard';
 import { SpanDetails, TimelineView, TreeView } from './TreeView';
@@ -229,7 +229,10 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   };
   const otherTrace = (d: number) => {
     if (!mem) return;
-    const k = mem.ids.indexOf(id);
+    // From the trace in the address bar, not this page's: keys pressed
+    // faster than pages change step on from the latest one.
+    const m = /^\/traces\/([^/]+)$/.exec(location.pathname);
+    const k = mem.ids.indexOf(m ? decodeURIComponent(m[1]) : id);
     const n = mem.ids[k + d];
     if (k >= 0 && n) navigate(`/traces/${encodeURIComponent(n)}${mem.q ? '?q=' + encodeURIComponent(mem.q) : ''}`);
   };
@@ -358,7 +361,7 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
           / trace {trace.index ?? ''} {trace.name ? `· ${trace.name}` : ''}
         </h2>
         <span class="muted">
-          {partial ? 'loading all events…' : `${events.length.toLocaleString()} events`}{hasTree ? ` · ${tree.byId.size} spans` : ''} · {anns.length} annotations
+          {partial ? 'loading all events…' : `${fmtInt(events.length)} events`}{hasTree ? ` · ${tree.byId.size} spans` : ''} · {anns.length} annotations
         </span>
         <span class="spacer" />
         <div class="tabs" role="tablist">

@@ -7,6 +7,14 @@ export function fmtTime(s?: string): string {
   return d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
 }
 
+/** fmtInt writes 12345 as "12,345". Number.toLocaleString would do, but
+ * its first call loads the locale data: tens of milliseconds on the path to
+ * a page's first paint. */
+export function fmtInt(n: number): string {
+  const s = String(Math.trunc(n));
+  return s.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
 export function fmtBytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1 << 20) return `${(n / 1024).toFixed(1)} KiB`;
