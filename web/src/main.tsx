@@ -1,10 +1,11 @@
 import { render } from 'preact';
-import { prefetchTrace } from './lib/api';
+import { prefetchDataset, prefetchTrace } from './lib/api';
 import { parseRoute } from './lib/router';
 import { App } from './ui/App';
 import './style.css';
 
 const route = parseRoute(location.pathname);
 if (route.page === 'trace') prefetchTrace(route.id);
+if (route.page === 'dataset') prefetchDataset(route.owner, route.name);
 
 render(<App />, document.getElementById('app')!);

@@ -77,7 +77,44 @@ function takeHead(id: string): Promise<EventsPage> {
   return p ?? request<EventsPage>('GET', headURL(id));
 }
 
+/** FIRST_TRACES is the size of a dataset page's first page of traces (and
+ * of every page of its list). */
+export const FIRST_TRACES = 200;
+
+/** OpenedDataset is a dataset looked up by owner and name, with the first
+ * page of its traces. */
+export interface OpenedDataset {
+  datasets: Dataset[];
+  first: { traces: TraceSummary[]; next: string } | null;
+}
+
+const prefetchedDatasets = new Map<string, Promise<OpenedDataset>>();
+
+function openDataset(owner: string, name: string): Promise<OpenedDataset> {
+  return api.datasets({ owner, name }).then(async (datasets) => ({
+    datasets,
+    first: datasets.length ? await api.traces(datasets[0].id, '', FIRST_TRACES).catch(() => null) : null,
+  }));
+}
+
+/** prefetchDataset starts a dataset page's first requests as the script
+ * runs (the server also names them as preloads of the page). */
+export function prefetchDataset(owner: string, name: string) {
+  const k = owner + '/' + name;
+  if (!prefetchedDatasets.has(k)) prefetchedDatasets.set(k, openDataset(owner, name));
+}
+
+function takeDataset(owner: string, name: string): Promise<OpenedDataset> {
+  const k = owner + '/' + name;
+  const p = prefetchedDatasets.get(k);
+  prefetchedDatasets.delete(k);
+  return p ?? openDataset(owner, name);
+}
+
 export const api = {
+  /** openDataset looks a dataset up with its first page of traces,
+   * prefetched when possible. */
+  openDataset: (owner: string, name: string) => takeDataset(owner, name),
   me: () => request<Me>('GET', '/me'),
   login: (name: string, password: string) => request<unknown>('POST', '/login', { name, password }),
   logout: () => request<void>('POST', '/logout'),

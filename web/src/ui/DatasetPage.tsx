@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, cursorAfter } from '../lib/api';
+import { api, cursorAfter, FIRST_TRACES } from '../lib/api';
 import { clientSearch } from '../lib/clientsearch';
 import type { HighlightInput } from '../lib/highlight';
 import { eventTextFields } from '../lib/highlight';
@@ -12,7 +12,7 @@ import { copyText, fmtTime, scalar, fmtInt } from './common';
 import { PolicyPanel } from './PolicyPanel';
 import { VirtualList, type VirtualHandle } from './VirtualList';
 
-const PAGE = 200;
+const PAGE = FIRST_TRACES;
 const ROW = 34;
 
 interface Details {
@@ -75,12 +75,18 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   const searchBox = useRef<HTMLInputElement>(null);
   const query = useMemo(() => parseQuery(active), [active]);
 
-  useEffect(() => {
-    api.datasets({ owner: props.owner, name: props.name }).then(
-      (l) => {
+  // A layout effect, not a deferred one: the answers are usually on their
+  // way already (main.tsx), and the first rows then show in the next frame.
+  useLayoutEffect(() => {
+    api.openDataset(props.owner, props.name).then(
+      ({ datasets: l, first }) => {
         if (!l.length) setErr(`no dataset ${props.owner}/${props.name} (or it is private)`);
         else {
           rows.current = new Array(l[0].trace_count);
+          if (first) {
+            first.traces.forEach((t, k) => (rows.current[k] = t));
+            loading.current.add(0);
+          }
           setDs(l[0]);
           try {
             setCols(JSON.parse(localStorage.getItem('lookout.cols.' + l[0].id) ?? '[]'));

@@ -237,7 +237,10 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
     if (k >= 0 && n) navigate(`/traces/${encodeURIComponent(n)}${mem.q ? '?q=' + encodeURIComponent(mem.q) : ''}`);
   };
 
-  useEffect(() => {
+  // A layout effect, so that the listener of the next trace page is in
+  // place in the same commit that removes this one's: a key pressed while
+  // pages change is not lost.
+  useLayoutEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (e.ctrlKey || e.metaKey || e.altKey || isTyping(e.target)) {
         if (e.key === 'Escape' && e.target instanceof HTMLElement) e.target.blur();
