@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -33,10 +34,11 @@ func (s *Server) uiRoutes() {
 	ui := newUI(web.Dist())
 	for _, p := range uiPages {
 		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
-			for _, l := range s.preloads(r) {
+			pre, boot := s.preloads(r)
+			for _, l := range pre {
 				w.Header().Add("Link", "<"+l+">; rel=preload; as=fetch; crossorigin")
 			}
-			ui.page(w, r)
+			ui.page(w, r, s.bootData(r, boot))
 		})
 	}
 	s.mux.Handle("GET /assets/{file...}", http.HandlerFunc(ui.asset))
@@ -46,34 +48,90 @@ func (s *Server) uiRoutes() {
 // preloads lists the API answers a page will ask for first, so that the
 // browser fetches them alongside the script instead of after it has run:
 // the exact URLs the UI requests (web/src/lib/api.ts), or a preload is
-// wasted. A dataset is looked up only when the caller may read it.
-func (s *Server) preloads(r *http.Request) []string {
+// wasted. A dataset is looked up only when the caller may read it; its
+// answers, cheap whatever the dataset's size, are rather embedded in the
+// page (boot), so that its first rows show with the first paint.
+func (s *Server) preloads(r *http.Request) (preload, boot []string) {
 	if id := r.PathValue("id"); id != "" {
 		e := url.PathEscape(id)
-		return []string{"/api/v1/traces/" + e + "/events?limit=" + strconv.Itoa(firstEvents), "/api/v1/traces/" + e}
+		return []string{"/api/v1/traces/" + e + "/events?limit=" + strconv.Itoa(firstEvents), "/api/v1/traces/" + e}, nil
 	}
 	owner, name := r.PathValue("owner"), r.PathValue("name")
 	if owner == "" || name == "" {
-		return nil
+		return nil, nil
 	}
 	// URLSearchParams order and escaping, as DatasetPage asks.
-	out := []string{"/api/v1/datasets?owner=" + url.QueryEscape(owner) + "&name=" + url.QueryEscape(name)}
+	lookup := "/api/v1/datasets?owner=" + url.QueryEscape(owner) + "&name=" + url.QueryEscape(name)
 	if s.st == nil {
-		return out // the UI served alone
+		return []string{lookup}, nil // the UI served alone
 	}
 	p, err := s.authenticate(r)
 	if err != nil {
-		return out
+		return []string{lookup}, nil
 	}
 	u, err := s.st.UserByName(r.Context(), owner)
 	if err != nil {
-		return out
+		return []string{lookup}, nil
 	}
 	d, err := s.st.DatasetByName(r.Context(), u.ID, name)
 	if err != nil || !(d.Public || (!p.anonymous() && d.OwnerID == p.User.ID)) {
-		return out
+		return []string{lookup}, nil
 	}
-	return append(out, "/api/v1/datasets/"+url.PathEscape(d.ID)+"/traces?limit="+strconv.Itoa(firstTraces))
+	return nil, []string{lookup, "/api/v1/datasets/" + url.PathEscape(d.ID) + "/traces?limit=" + strconv.Itoa(firstTraces)}
+}
+
+// bootData answers the GET requests urls as the API would for the caller of
+// r (same handlers, same access checks) and returns them as one JSON object
+// {url: answer}, leaving out any that does not succeed. '<' is escaped so
+// that trace content cannot close the element the page carries it in.
+func (s *Server) bootData(r *http.Request, urls []string) []byte {
+	if len(urls) == 0 {
+		return nil
+	}
+	out := []byte{'{'}
+	for _, u := range urls {
+		target, err := url.Parse(u)
+		if err != nil {
+			continue
+		}
+		sub := r.Clone(r.Context())
+		sub.Method, sub.URL, sub.RequestURI, sub.Body, sub.ContentLength = http.MethodGet, target, u, http.NoBody, 0
+		rec := &bufferedResponse{header: http.Header{}}
+		s.mux.ServeHTTP(rec, sub)
+		if rec.status != http.StatusOK {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendQuote(out, u)
+		out = append(out, ':')
+		out = append(out, bytes.TrimSpace(bytes.ReplaceAll(rec.body.Bytes(), []byte("<"), []byte(`\u003c`)))...)
+	}
+	if len(out) == 1 {
+		return nil
+	}
+	return append(out, '}')
+}
+
+// bufferedResponse keeps an answer in memory.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header { return b.header }
+func (b *bufferedResponse) WriteHeader(code int) {
+	if b.status == 0 {
+		b.status = code
+	}
+}
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b.body.Write(p)
 }
 
 // firstEvents and firstTraces are the sizes of the first requests of the
@@ -93,7 +151,13 @@ func newUI(files fs.FS) *uiFiles {
 	return &uiFiles{files: files, index: index}
 }
 
-func (u *uiFiles) page(w http.ResponseWriter, r *http.Request) {
+// bootMarker is where page puts the boot data: before </body>.
+var bootMarker = []byte("</body>")
+
+// page answers index.html, with boot data (JSON) in a data block the UI
+// reads at start (web/src/lib/api.ts): not a script, so the CSP is
+// untouched.
+func (u *uiFiles) page(w http.ResponseWriter, r *http.Request, boot []byte) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", uiCSP)
 	if u.index == nil {
@@ -102,12 +166,21 @@ func (u *uiFiles) page(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("the explorer UI is not built into this binary: run `make web` and rebuild\n"))
 		return
 	}
+	body := u.index
+	if k := bytes.LastIndex(body, bootMarker); len(boot) > 0 && k >= 0 {
+		b := make([]byte, 0, len(body)+len(boot)+64)
+		b = append(b, body[:k]...)
+		b = append(b, `<script type="application/json" id="lookout-boot">`...)
+		b = append(b, boot...)
+		b = append(b, "</script>\n"...)
+		body = append(b, body[k:]...)
+	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Length", strconv.Itoa(len(u.index)))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		w.Write(u.index)
+		w.Write(body)
 	}
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"io"
 	"io/fs"
 	"net/http/httptest"
@@ -132,8 +133,10 @@ func TestUIKeepsAPIErrors(t *testing.T) {
 }
 
 // TestUIPreloads: a page names the API answers it asks for first as Link
-// preloads, with exactly the URLs the UI requests; a dataset page preloads
-// the first page of traces only for a dataset the caller may read.
+// preloads, with exactly the URLs the UI requests; a dataset page the
+// caller may read carries those answers in the page instead (boot data),
+// identical to the API's, with '<' escaped so that content cannot end the
+// element.
 func TestUIPreloads(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, st storeUnderTest) {
 		f := newFixture(t, st, Config{})
@@ -141,35 +144,58 @@ func TestUIPreloads(t *testing.T) {
 		f.addUser("bob")
 		priv := f.createDataset("alice", "mine", false)
 		pub := f.createDataset("alice", "open", true)
-		links := func(user, path string) []string {
-			r := f.do("GET", path, user, nil)
-			if r.status != 200 {
-				t.Fatalf("GET %s: %d", path, r.status)
-			}
-			return r.header.Values("Link")
-		}
+		f.push("alice", `{"dataset": "open", "messages": [[{"role": "user", "content": "</script><script>alert(1)</script>"}]], "metadata": [{"note": "</SCRIPT>"}]}`)
 		pre := func(u string) string { return "<" + u + ">; rel=preload; as=fetch; crossorigin" }
+		bootRE := regexp.MustCompile(`<script type="application/json" id="lookout-boot">(.*)</script>\n</body>`)
 		cases := []struct {
 			user, path string
-			want       []string
+			links      []string
+			boot       []string // URLs answered in the page
 		}{
 			{"alice", "/traces/0b6f3c1e-0000-4000-8000-000000000001", []string{
 				pre("/api/v1/traces/0b6f3c1e-0000-4000-8000-000000000001/events?limit=100"),
-				pre("/api/v1/traces/0b6f3c1e-0000-4000-8000-000000000001")}},
-			{"alice", "/datasets/alice/mine", []string{
-				pre("/api/v1/datasets?owner=alice&name=mine"),
-				pre("/api/v1/datasets/" + priv + "/traces?limit=200")}},
-			{"bob", "/datasets/alice/mine", []string{pre("/api/v1/datasets?owner=alice&name=mine")}},
-			{"", "/datasets/alice/mine", []string{pre("/api/v1/datasets?owner=alice&name=mine")}},
-			{"", "/datasets/alice/open", []string{
-				pre("/api/v1/datasets?owner=alice&name=open"),
-				pre("/api/v1/datasets/" + pub + "/traces?limit=200")}},
-			{"alice", "/datasets/nobody/x%20y", []string{pre("/api/v1/datasets?owner=nobody&name=x+y")}},
-			{"alice", "/", nil},
+				pre("/api/v1/traces/0b6f3c1e-0000-4000-8000-000000000001")}, nil},
+			{"alice", "/datasets/alice/mine", nil, []string{"/api/v1/datasets?owner=alice&name=mine", "/api/v1/datasets/" + priv + "/traces?limit=200"}},
+			{"bob", "/datasets/alice/mine", []string{pre("/api/v1/datasets?owner=alice&name=mine")}, nil},
+			{"", "/datasets/alice/mine", []string{pre("/api/v1/datasets?owner=alice&name=mine")}, nil},
+			{"", "/datasets/alice/open", nil, []string{"/api/v1/datasets?owner=alice&name=open", "/api/v1/datasets/" + pub + "/traces?limit=200"}},
+			{"bob", "/datasets/alice/open", nil, []string{"/api/v1/datasets?owner=alice&name=open", "/api/v1/datasets/" + pub + "/traces?limit=200"}},
+			{"alice", "/datasets/nobody/x%20y", []string{pre("/api/v1/datasets?owner=nobody&name=x+y")}, nil},
+			{"alice", "/", nil, nil},
 		}
 		for _, c := range cases {
-			if got := links(c.user, c.path); strings.Join(got, "\n") != strings.Join(c.want, "\n") {
-				t.Errorf("%s as %q: Link\n%s\nwant\n%s", c.path, c.user, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			r := f.do("GET", c.path, c.user, nil)
+			if r.status != 200 {
+				t.Fatalf("GET %s: %d", c.path, r.status)
+			}
+			if got := r.header.Values("Link"); strings.Join(got, "\n") != strings.Join(c.links, "\n") {
+				t.Errorf("%s as %q: Link\n%s\nwant\n%s", c.path, c.user, strings.Join(got, "\n"), strings.Join(c.links, "\n"))
+			}
+			m := bootRE.FindStringSubmatch(r.String())
+			if c.boot == nil {
+				if m != nil || strings.Contains(r.String(), "lookout-boot") {
+					t.Errorf("%s as %q: boot data where none is due", c.path, c.user)
+				}
+				continue
+			}
+			if m == nil {
+				t.Fatalf("%s as %q: no boot data in\n%s", c.path, c.user, r)
+			}
+			if strings.Contains(m[1], "<") {
+				t.Errorf("%s as %q: an unescaped '<' in the boot data: %s", c.path, c.user, m[1])
+			}
+			var boot map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(m[1]), &boot); err != nil {
+				t.Fatalf("%s: boot data is not JSON: %v", c.path, err)
+			}
+			if len(boot) != len(c.boot) {
+				t.Errorf("%s as %q: boot data for %d URLs, want %v", c.path, c.user, len(boot), c.boot)
+			}
+			for _, u := range c.boot {
+				api := f.must(200, "GET", u, c.user, "")
+				if !sameJSON(t, boot[u], api.body) {
+					t.Errorf("%s as %q: boot answer for %s\n%s\nthe API answers\n%s", c.path, c.user, u, boot[u], api.body)
+				}
 			}
 		}
 	})

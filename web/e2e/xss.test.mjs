@@ -80,3 +80,29 @@ test('hostile trace content is shown as text and nothing runs', async () => {
   await shot(page, 'xss');
   assert.deepEqual(problems, [], 'no dialogs, page errors or console errors');
 });
+
+test('hostile metadata in the data a dataset page carries stays data', async () => {
+  // The dataset page embeds its first answers in the HTML (boot data); a
+  // string that closes the element must not get out of it.
+  const name = 'boot </script> data';
+  await createDataset(srv.base, name);
+  const evil = '</script><script>window.__xss = 21; alert(21)</script><!--';
+  await api(srv.base, 'POST', '/push/trace', { dataset: name, messages: [[{ role: 'user', content: evil }]], metadata: [{ note: evil, '</script>': 1 }] });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const problems = watch(page);
+  await page.goto(`${srv.base}/datasets/local/${encodeURIComponent(name)}`);
+  await page.locator('.trow[data-trace]').first().waitFor();
+  await page.click('button:has-text("Columns")');
+  await page.locator('.cols label:has-text("note") input').check();
+  await page.locator('.trow[data-trace] span', { hasText: '</script><script>' }).first().waitFor();
+  const found = await page.evaluate(() => ({
+    xss: window.__xss ?? null,
+    scripts: [...document.scripts].filter((s) => s.type !== 'application/json').map((s) => s.src || 'inline:' + s.textContent.slice(0, 40)),
+    boot: [...document.scripts].filter((s) => s.type === 'application/json').length,
+  }));
+  assert.equal(found.xss, null, 'no payload ran');
+  assert.equal(found.boot, 1, 'the page carried its data');
+  assert.ok(found.scripts.every((s) => s.startsWith(srv.base + '/assets/')), `only the app's script: ${found.scripts}`);
+  await shot(page, 'xss-boot');
+  assert.deepEqual(problems, [], 'no dialogs, page errors or console errors');
+});

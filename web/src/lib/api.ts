@@ -13,7 +13,22 @@ export class ApiError extends Error {
   }
 }
 
+// Answers the server embedded in the page (internal/server/ui.go bootData),
+// by URL; each is used once, by the first GET of that URL.
+const boot = new Map<string, unknown>();
+try {
+  const el = typeof document !== 'undefined' ? document.getElementById('lookout-boot') : null;
+  if (el?.textContent) for (const [u, v] of Object.entries(JSON.parse(el.textContent))) boot.set(u, v);
+} catch {
+  /* no boot data: every answer comes from the API */
+}
+
 async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  if (method === 'GET' && boot.has('/api/v1' + path)) {
+    const v = boot.get('/api/v1' + path);
+    boot.delete('/api/v1' + path);
+    return v as T;
+  }
   const init: RequestInit = { method, headers: { Accept: 'application/json' }, credentials: 'same-origin' };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
