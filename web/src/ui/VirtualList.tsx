@@ -29,11 +29,16 @@ export function VirtualList(props: VirtualListProps) {
   const [view, setView] = useState({ top: 0, height: 800 });
   const pending = useRef<{ i: number; align: 'start' | 'center'; tries: number } | null>(null);
 
+  // known[i] is 1 once row i has been measured.
+  const known = useRef<Uint8Array>(new Uint8Array(0));
   if (heights.current.length !== count) {
     const h = new Float64Array(count);
     h.fill(estimate);
     h.set(heights.current.subarray(0, Math.min(count, heights.current.length)));
     heights.current = h;
+    const k = new Uint8Array(count);
+    k.set(known.current.subarray(0, Math.min(count, known.current.length)));
+    known.current = k;
   }
   // Prefix sums of heights: offsets[i] is the top of row i.
   const offsets = useMemo(() => {
@@ -94,6 +99,7 @@ export function VirtualList(props: VirtualListProps) {
     if (!ro.current)
       ro.current = new ResizeObserver((entries) => {
         let changed = false;
+        let learned = false;
         let shift = 0;
         const top = el.scrollTop;
         const o = offsetsRef.current;
@@ -102,7 +108,12 @@ export function VirtualList(props: VirtualListProps) {
           if (!t.isConnected) continue;
           const i = Number(t.dataset.i);
           const h = en.borderBoxSize?.[0]?.blockSize ?? t.offsetHeight;
-          if (!(i < heights.current.length) || !(h > 0) || Math.abs(heights.current[i] - h) <= 0.5) continue;
+          if (!(i < heights.current.length) || !(h > 0)) continue;
+          if (!known.current[i]) {
+            known.current[i] = 1;
+            learned = true;
+          }
+          if (Math.abs(heights.current[i] - h) <= 0.5) continue;
           if (o[i] + heights.current[i] <= top) shift += h - heights.current[i];
           heights.current[i] = h;
           changed = true;
@@ -110,7 +121,7 @@ export function VirtualList(props: VirtualListProps) {
         if (changed) {
           if (shift && !pending.current) el.scrollTop = top + shift;
           setVersion((v) => v + 1);
-        }
+        } else if (learned && pending.current) setVersion((v) => v + 1);
       });
     const obs = ro.current;
     const seen = observed.current;
@@ -129,18 +140,28 @@ export function VirtualList(props: VirtualListProps) {
   });
   useEffect(() => () => ro.current?.disconnect(), []);
 
-  // A pending scrollTo is repeated until the row's measured place is stable.
+  // A pending scrollTo is repeated until the row's measured place is
+  // stable: the list is at the row's offset and every row on screen has
+  // been measured (rows are measured after layout, so a scroll to an
+  // estimated offset is followed by another once the rows there report).
   useLayoutEffect(() => {
     const p = pending.current;
     const el = box.current;
     if (!p || !el) return;
     const target = p.align === 'center' ? offsets[p.i] - el.clientHeight / 2 + heights.current[p.i] / 2 : offsets[p.i];
     const y = Math.max(0, Math.round(target));
-    if (Math.abs(el.scrollTop - y) > 1 && p.tries < 8) {
+    if (Math.abs(el.scrollTop - y) > 1 && p.tries < 20) {
       el.scrollTop = y;
       p.tries++;
       setView({ top: el.scrollTop, height: el.clientHeight });
-    } else pending.current = null;
+      return;
+    }
+    let settled = !!fixed || p.tries >= 20;
+    if (!settled) {
+      settled = true;
+      for (let i = first; i <= last; i++) if (!known.current[i]) settled = false;
+    }
+    if (settled) pending.current = null;
   });
 
   useEffect(() => {
