@@ -43,6 +43,7 @@ type Server struct {
 	mux        *http.ServeMux
 	patterns   []string    // every route registered with handle, in order
 	hasUsers   atomic.Bool // once a user exists local mode is over for good
+	reads      traceReads // shares concurrent reads of one trace
 
 	llm             *eval.LLM
 	evalConcurrency int

@@ -23,7 +23,13 @@ func (s *Server) traceAccess(r *http.Request, p *principal, write bool) (store.S
 		}
 	}
 	id := r.PathValue("id")
-	t, err := s.st.Trace(r.Context(), id)
+	var t store.StoredTrace
+	var err error
+	if write {
+		t, err = s.st.Trace(r.Context(), id)
+	} else {
+		t, err = s.reads.read(r.Context(), s.st, id)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return t, notFound("trace " + id)
 	}

@@ -153,8 +153,7 @@ func TestUIPreloads(t *testing.T) {
 			boot       []string // URLs answered in the page
 		}{
 			{"alice", "/traces/0b6f3c1e-0000-4000-8000-000000000001", []string{
-				pre("/api/v1/traces/0b6f3c1e-0000-4000-8000-000000000001/events?limit=100"),
-				pre("/api/v1/traces/0b6f3c1e-0000-4000-8000-000000000001")}, nil},
+				pre("/api/v1/traces/0b6f3c1e-0000-4000-8000-000000000001/events?limit=100")}, nil},
 			{"alice", "/datasets/alice/mine", nil, []string{"/api/v1/datasets?owner=alice&name=mine", "/api/v1/datasets/" + priv + "/traces?limit=200"}},
 			{"bob", "/datasets/alice/mine", []string{pre("/api/v1/datasets?owner=alice&name=mine")}, nil},
 			{"", "/datasets/alice/mine", []string{pre("/api/v1/datasets?owner=alice&name=mine")}, nil},

@@ -75,9 +75,10 @@ export interface EventsPage {
 
 const headURL = (id: string) => `/traces/${enc(id)}/events?limit=${FIRST_EVENTS}`;
 
+/** prefetchTrace asks for a trace page's first events as the script runs.
+ * The whole trace waits for them to be on screen (TracePage). */
 export function prefetchTrace(id: string) {
   if (!prefetchedHeads.has(id)) prefetchedHeads.set(id, request<EventsPage>('GET', headURL(id)));
-  if (!prefetched.has(id)) prefetched.set(id, request<Trace>('GET', `/traces/${enc(id)}`));
 }
 
 function takeTrace(id: string): Promise<Trace> {

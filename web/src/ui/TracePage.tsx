@@ -73,32 +73,31 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   const meName = props.me?.user?.name ?? null;
 
   const loadAnns = () => api.annotations(id).then(setAnns, (e) => setErr(e.message));
-  // The first events come in a small answer of their own and show while
-  // the whole trace (a 10,000-event trace is megabytes) is still on its way;
-  // the page is "partial" until then.
+  // The first events come in a small answer of their own and show first;
+  // the whole trace (a 10,000-event trace is megabytes) is asked for once
+  // they are on screen, since its arrival holds the page's thread up. The
+  // page is "partial" until it is in.
   const [partial, setPartial] = useState(false);
   useEffect(() => {
     performance.mark('lookout:trace-fetch');
-    let full = false;
+    const loadFull = () =>
+      api.openTrace(id).then(
+        (t) => {
+          performance.mark('lookout:trace-loaded');
+          setTrace(t);
+          setPartial(false);
+          if (!(t.events ?? []).length && (t.spans ?? []).length) setTab('tree');
+        },
+        (e) => setErr(e.message),
+      );
     api.openHead(id).then(
       (h) => {
-        if (full || !h.events.length) return;
+        if (!h.events.length) return loadFull();
         setTrace({ id: h.id, name: h.name, index: h.index, events: h.events });
-        setPartial(h.total > h.events.length);
+        setPartial(true);
+        requestAnimationFrame(() => setTimeout(loadFull, 0));
       },
-      () => {
-        /* the whole trace answers, or reports the error */
-      },
-    );
-    api.openTrace(id).then(
-      (t) => {
-        full = true;
-        performance.mark('lookout:trace-loaded');
-        setTrace(t);
-        setPartial(false);
-        if (!(t.events ?? []).length && (t.spans ?? []).length) setTab('tree');
-      },
-      (e) => setErr(e.message),
+      loadFull, // the whole trace answers, or reports the error
     );
     loadAnns();
   }, [id]);
