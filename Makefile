@@ -29,8 +29,10 @@ FUZZ_TARGETS := \
 
 all: build
 
+# A static binary (no cgo: SQLite is pure Go): it runs anywhere and starts
+# 3-5 ms sooner than a dynamically linked one (bench/README.md, Guardrails).
 build:
-	$(GO) build -o lookout ./cmd/lookout
+	CGO_ENABLED=0 $(GO) build -o lookout ./cmd/lookout
 
 tools:
 	@test -x $(GOBIN)/staticcheck && $(GOBIN)/staticcheck -version | grep -q '$(STATICCHECK_VERSION:v%=%)' || \

@@ -8,7 +8,7 @@ set -eu
 runs=${1:-10}
 tau=../shared/corpus/openai/tau-bench/gpt-4o-airline.json
 bin=$(mktemp -d)/lookout
-go build -o "$bin" ./cmd/lookout
+CGO_ENABLED=0 go build -o "$bin" ./cmd/lookout  # as make build
 for rule in tool-name flow regex; do
 	printf '%-10s' "$rule"
 	i=0
