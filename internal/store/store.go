@@ -203,7 +203,38 @@ type Store interface {
 	Annotations
 	Policies
 	Evals
+	SpanTraces
 	Close() error
+}
+
+// ---- OpenTelemetry spans (issue 8) ----
+
+// SpanGroup is spans of one OpenTelemetry trace, each an opaque document
+// under its span id.
+type SpanGroup struct {
+	OTelTraceID string
+	Spans       []StoredSpan
+}
+
+// StoredSpan is one span as the receiver keeps it.
+type StoredSpan struct {
+	SpanID string
+	Data   []byte
+}
+
+// SpanTraces keeps traces that arrive as OpenTelemetry spans, over any
+// number of requests.
+type SpanTraces interface {
+	// AddSpans stores each group's spans in a dataset, in one transaction;
+	// a span id sent again replaces the span. Each group's trace is rebuilt
+	// by build from all its spans so far, in span id order, and stored:
+	// created with the dataset's next index on its first spans, its name,
+	// metadata, events and spans replaced after (annotations stay). A group
+	// whose build fails is left out whole, its error in errs[i] and its id
+	// ""; the other groups are stored. ids[i] is the stored trace of
+	// groups[i].
+	AddSpans(ctx context.Context, ownerID, datasetID string, groups []SpanGroup,
+		build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) (ids []string, errs []error, err error)
 }
 
 // ---- evaluation (issue 7) ----

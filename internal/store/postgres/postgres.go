@@ -76,7 +76,10 @@ func migrate(ctx context.Context, cc *pgx.ConnConfig) error {
 	if err != nil {
 		return err
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sub, goose.WithDisableGlobalRegistry(true), goose.WithSessionLocker(locker))
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sub, goose.WithDisableGlobalRegistry(true),
+		// Areas number their migrations apart (00003 evaluation, 00005
+		// OpenTelemetry, ...) and may land in any order.
+		goose.WithAllowOutofOrder(true), goose.WithSessionLocker(locker))
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}

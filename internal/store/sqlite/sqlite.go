@@ -98,7 +98,10 @@ func migrate(ctx context.Context, dsn string) error {
 	if err != nil {
 		return err
 	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true))
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true),
+		// Areas number their migrations apart (00003 evaluation, 00005
+		// OpenTelemetry, ...) and may land in any order.
+		goose.WithAllowOutofOrder(true))
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}

@@ -1,0 +1,115 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// AddSpans stores OpenTelemetry spans and rebuilds their traces.
+func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup,
+	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]string, []error, error) {
+	if !storeutil.ValidID(ownerID) {
+		return nil, nil, notFound("add spans: owner %q", ownerID)
+	}
+	if !storeutil.ValidID(datasetID) {
+		return nil, nil, notFound("add spans: dataset %q", datasetID)
+	}
+	ids := make([]string, len(groups))
+	errs := make([]error, len(groups))
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		var next int64
+		// FOR UPDATE: requests into one dataset take turns, so that the
+		// first spans of a trace sent twice at once make one trace.
+		if err := tx.QueryRow(ctx, `SELECT next_index FROM datasets WHERE id = $1 FOR UPDATE`, datasetID).Scan(&next); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return notFound("dataset %s", datasetID)
+			}
+			return err
+		}
+		now := storeutil.Now()
+		created := 0
+		for i, g := range groups {
+			ids[i], errs[i] = "", nil
+			var tid string
+			err := tx.QueryRow(ctx, `SELECT trace_id::text FROM otel_traces WHERE dataset_id = $1 AND otel_trace_id = $2`, datasetID, g.OTelTraceID).Scan(&tid)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			stored := map[string][]byte{}
+			if tid != "" {
+				rows, err := tx.Query(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = $1`, tid)
+				if err != nil {
+					return err
+				}
+				for rows.Next() {
+					var id string
+					var data []byte
+					if err := rows.Scan(&id, &data); err != nil {
+						rows.Close()
+						return err
+					}
+					stored[id] = data
+				}
+				rows.Close()
+				if err := rows.Err(); err != nil {
+					return err
+				}
+			}
+			all, write := storeutil.MergeSpans(stored, g.Spans)
+			t, err := build(g.OTelTraceID, all)
+			if err == nil {
+				t.Annotations = nil
+			}
+			var prepared []storeutil.Row
+			if err == nil {
+				prepared, err = storeutil.PrepareTraces([]store.NewTrace{{Trace: t}}, now)
+			}
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			r := prepared[0]
+			if tid == "" {
+				idx, newNext := storeutil.AssignIndexes(next, []*int64{r.Given})
+				next = newNext
+				tid = r.ID
+				if _, err := tx.Exec(ctx, `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, tid, datasetID, ownerID, idx[0], r.Name, optText(r.Metadata), optText(r.Hierarchy),
+					r.EventCount, now, r.Encoding, r.Content); err != nil {
+					return fmt.Errorf("trace of OpenTelemetry trace %s: %w", g.OTelTraceID, err)
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) VALUES ($1, $2, $3)`, datasetID, g.OTelTraceID, tid); err != nil {
+					return err
+				}
+				created++
+			} else if _, err := tx.Exec(ctx, `UPDATE traces SET name = $1, metadata = $2, hierarchy = $3, event_count = $4, encoding = $5, content = $6 WHERE id = $7`,
+				r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, tid); err != nil {
+				return err
+			}
+			for _, sp := range write {
+				if _, err := tx.Exec(ctx, `INSERT INTO otel_spans (trace_id, span_id, data) VALUES ($1, $2, $3)
+					ON CONFLICT (trace_id, span_id) DO UPDATE SET data = excluded.data`, tid, sp.SpanID, sp.Data); err != nil {
+					return err
+				}
+			}
+			ids[i] = tid
+		}
+		_, err := tx.Exec(ctx, `UPDATE datasets SET next_index = $1, trace_count = trace_count + $2, last_pushed = $3 WHERE id = $4`,
+			next, created, now, datasetID)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil, err
+		}
+		return nil, nil, fail(ctx, err, "add spans")
+	}
+	return ids, errs, nil
+}

@@ -1,0 +1,111 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// AddSpans stores OpenTelemetry spans and rebuilds their traces.
+func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup,
+	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]string, []error, error) {
+	if !storeutil.ValidID(ownerID) {
+		return nil, nil, notFound("add spans: owner %q", ownerID)
+	}
+	if !storeutil.ValidID(datasetID) {
+		return nil, nil, notFound("add spans: dataset %q", datasetID)
+	}
+	ids := make([]string, len(groups))
+	errs := make([]error, len(groups))
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var next int64
+		if err := tx.QueryRowContext(ctx, `SELECT next_index FROM datasets WHERE id = ?`, datasetID).Scan(&next); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return notFound("dataset %s", datasetID)
+			}
+			return err
+		}
+		now := storeutil.Now()
+		created := 0
+		for i, g := range groups {
+			ids[i], errs[i] = "", nil
+			var tid string
+			err := tx.QueryRowContext(ctx, `SELECT trace_id FROM otel_traces WHERE dataset_id = ? AND otel_trace_id = ?`, datasetID, g.OTelTraceID).Scan(&tid)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			stored := map[string][]byte{}
+			if tid != "" {
+				rows, err := tx.QueryContext(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = ?`, tid)
+				if err != nil {
+					return err
+				}
+				for rows.Next() {
+					var id string
+					var data []byte
+					if err := rows.Scan(&id, &data); err != nil {
+						rows.Close()
+						return err
+					}
+					stored[id] = data
+				}
+				if err := rows.Close(); err != nil {
+					return err
+				}
+			}
+			all, write := storeutil.MergeSpans(stored, g.Spans)
+			t, err := build(g.OTelTraceID, all)
+			if err == nil {
+				t.Annotations = nil
+			}
+			var prepared []storeutil.Row
+			if err == nil {
+				prepared, err = storeutil.PrepareTraces([]store.NewTrace{{Trace: t}}, now)
+			}
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			r := prepared[0]
+			if tid == "" {
+				idx, newNext := storeutil.AssignIndexes(next, []*int64{r.Given})
+				next = newNext
+				tid = r.ID
+				if _, err := tx.ExecContext(ctx, `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, tid, datasetID, ownerID, idx[0], r.Name, optText(r.Metadata), optText(r.Hierarchy),
+					r.EventCount, micros(now), r.Encoding, r.Content); err != nil {
+					return fmt.Errorf("trace of OpenTelemetry trace %s: %w", g.OTelTraceID, err)
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) VALUES (?, ?, ?)`, datasetID, g.OTelTraceID, tid); err != nil {
+					return err
+				}
+				created++
+			} else if _, err := tx.ExecContext(ctx, `UPDATE traces SET name = ?, metadata = ?, hierarchy = ?, event_count = ?, encoding = ?, content = ? WHERE id = ?`,
+				r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, tid); err != nil {
+				return err
+			}
+			for _, sp := range write {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO otel_spans (trace_id, span_id, data) VALUES (?, ?, ?)
+					ON CONFLICT (trace_id, span_id) DO UPDATE SET data = excluded.data`, tid, sp.SpanID, sp.Data); err != nil {
+					return err
+				}
+			}
+			ids[i] = tid
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE datasets SET next_index = ?, trace_count = trace_count + ?, last_pushed = ? WHERE id = ?`,
+			next, created, micros(now), datasetID)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil, err
+		}
+		return nil, nil, fail(ctx, err, "add spans")
+	}
+	return ids, errs, nil
+}
