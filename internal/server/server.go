@@ -43,7 +43,7 @@ type Server struct {
 	mux        *http.ServeMux
 	patterns   []string    // every route registered with handle, in order
 	hasUsers   atomic.Bool // once a user exists local mode is over for good
-	reads      traceReads // shares concurrent reads of one trace
+	reads      traceReads  // shares concurrent reads of one trace
 
 	llm             *eval.LLM
 	evalConcurrency int
@@ -95,6 +95,9 @@ func (s *Server) routes() {
 
 	// Invariant-compatible push (push.go).
 	s.handle("POST /api/v1/push/trace", s.push)
+
+	// OpenTelemetry: OTLP/HTTP at the path exporters use (otlp.go).
+	s.handle("POST /v1/traces", s.otlpTraces)
 
 	// Datasets (datasets.go, upload.go, export.go).
 	s.handle("POST /api/v1/datasets", s.createDataset)

@@ -22,8 +22,8 @@ type traceReads struct {
 type traceRead struct {
 	done    chan struct{}
 	waiting int // readers sharing this read besides the first
-	t    store.StoredTrace
-	err  error
+	t       store.StoredTrace
+	err     error
 }
 
 func (tr *traceReads) read(ctx context.Context, st store.Store, id string) (store.StoredTrace, error) {

@@ -1,0 +1,260 @@
+package server
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lookout-dev/lookout/internal/formats/otlp"
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// OpenTelemetry (this file): the OTLP/HTTP trace receiver.
+//
+//	POST /v1/traces   an ExportTraceServiceRequest as application/x-protobuf
+//	                  or application/json (ids in hex), gzip or not →
+//	                  an ExportTraceServiceResponse in the same encoding
+//
+// Spans go to the dataset named by the x-lookout-dataset header, else by
+// their resource's service.name; it is created (private) on first use. The
+// spans of one trace may come in any order over any number of requests:
+// each request rebuilds the trace from every span received so far
+// (store.SpanTraces). Spans that cannot be taken (wrong ids, no dataset, a
+// trace whose spans break a rule) are answered as a partial success, the
+// others stored; a request none of whose spans can be taken is 400 and
+// stores nothing.
+
+// datasetHeader names the dataset of a request's spans.
+const datasetHeader = "X-Lookout-Dataset"
+
+// otlpTraces receives spans over OTLP/HTTP.
+func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request, p *principal) error {
+	if err := s.requireUser(r, p); err != nil {
+		return err
+	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	asJSON := false
+	switch mt {
+	case "application/x-protobuf", "application/protobuf":
+	case "application/json":
+		asJSON = true
+	default:
+		return errorf(http.StatusUnsupportedMediaType, codeUnsupported,
+			"Content-Type must be application/x-protobuf or application/json (OTLP/HTTP), not %q", r.Header.Get("Content-Type"))
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip":
+		if body, err = gunzip(body, s.maxBody); err != nil {
+			return err
+		}
+	default:
+		return errorf(http.StatusUnsupportedMediaType, codeUnsupported, "Content-Encoding must be gzip or none, not %q", enc)
+	}
+
+	var spans []otlp.Span
+	var problems []string
+	if asJSON {
+		spans, err = otlp.ParseJSON(body)
+	} else {
+		var req tracepb.TracesData // the wire form of ExportTraceServiceRequest
+		if uerr := proto.Unmarshal(body, &req); uerr != nil {
+			return errorf(http.StatusBadRequest, codeBadRequest, "the body is not an OTLP ExportTraceServiceRequest in protobuf: %v", uerr)
+		}
+		spans, err = otlp.FromResourceSpans(req.GetResourceSpans())
+	}
+	var oe *otlp.Error
+	switch {
+	case errors.As(err, &oe):
+		for _, pr := range oe.Problems {
+			problems = append(problems, pr.Error())
+		}
+	case err != nil:
+		return jsonError(body, err) // with its line, column and path
+	}
+
+	// Group by dataset, then by trace, in order of arrival.
+	type groupKey struct{ dataset, trace string }
+	var datasets []string
+	groups := map[string][]store.SpanGroup{}
+	at := map[groupKey]int{}
+	header := strings.TrimSpace(r.Header.Get(datasetHeader))
+	for i := range spans {
+		sp := &spans[i]
+		name := header
+		if name == "" {
+			name = serviceName(sp.Resource)
+		}
+		if name == "" {
+			problems = append(problems, fmt.Sprintf("span %s of trace %s: no dataset: send the %s header or set the service.name resource attribute", sp.SpanID, sp.TraceID, datasetHeader))
+			continue
+		}
+		if err := validName("dataset name", name); err != nil {
+			problems = append(problems, fmt.Sprintf("span %s of trace %s: %v", sp.SpanID, sp.TraceID, err))
+			continue
+		}
+		data, err := json.Marshal(sp)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("span %s of trace %s: %v", sp.SpanID, sp.TraceID, err))
+			continue
+		}
+		if _, ok := groups[name]; !ok {
+			datasets = append(datasets, name)
+		}
+		k := groupKey{name, sp.TraceID}
+		g, ok := at[k]
+		if !ok {
+			g = len(groups[name])
+			at[k] = g
+			groups[name] = append(groups[name], store.SpanGroup{OTelTraceID: sp.TraceID})
+		}
+		groups[name][g].Spans = append(groups[name][g].Spans, store.StoredSpan{SpanID: sp.SpanID, Data: data})
+	}
+	rejected := len(problems) // one per span left out so far
+	if len(datasets) == 0 {
+		if len(problems) == 0 {
+			return writeOTLPResponse(w, asJSON, 0, "")
+		}
+		return &apiError{Status: http.StatusBadRequest, Code: codeBadRequest,
+			Message: fmt.Sprintf("no span could be taken, nothing stored: %s", strings.Join(first(problems, 5), "; ")),
+			Details: map[string]any{"errors": problems}}
+	}
+	for _, name := range datasets {
+		d, err := s.datasetForPush(r, p, name)
+		if err != nil {
+			return err
+		}
+		gs := groups[name]
+		_, errs, err := s.st.AddSpans(r.Context(), p.User.ID, d.ID, gs, buildSpanTrace)
+		if err != nil {
+			return err
+		}
+		for i, e := range errs {
+			if e != nil {
+				n := len(gs[i].Spans)
+				rejected += n
+				problems = append(problems, fmt.Sprintf("trace %s (%d spans): %v", gs[i].OTelTraceID, n, e))
+			}
+		}
+	}
+	msg := ""
+	if len(problems) > 0 {
+		msg = strings.Join(first(problems, 20), "; ")
+	}
+	return writeOTLPResponse(w, asJSON, rejected, msg)
+}
+
+// buildSpanTrace maps the spans of one trace received so far; the trace's
+// metadata names its OpenTelemetry trace id, to find it by.
+func buildSpanTrace(otelTraceID string, data [][]byte) (*trace.Trace, error) {
+	spans := make([]otlp.Span, len(data))
+	for i, d := range data {
+		if err := json.Unmarshal(d, &spans[i]); err != nil {
+			return nil, fmt.Errorf("stored span %d of trace %s: %w", i, otelTraceID, err)
+		}
+	}
+	t, err := otlp.MapTrace(spans)
+	if err != nil {
+		return nil, err
+	}
+	meta := map[string]any{}
+	if len(t.Metadata) > 0 {
+		if err := json.Unmarshal(t.Metadata, &meta); err != nil {
+			return nil, fmt.Errorf("trace %s: metadata: %w", otelTraceID, err)
+		}
+	}
+	meta["otel_trace_id"] = otelTraceID
+	if t.Metadata, err = json.Marshal(meta); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// serviceName is the service.name resource attribute, or "".
+func serviceName(res []otlp.Attr) string {
+	for _, a := range res {
+		if a.Key == "service.name" {
+			var s string
+			if json.Unmarshal(a.Value, &s) == nil {
+				return strings.TrimSpace(s)
+			}
+		}
+	}
+	return ""
+}
+
+func first(xs []string, n int) []string {
+	if len(xs) > n {
+		return append(xs[:n:n], fmt.Sprintf("and %d more", len(xs)-n))
+	}
+	return xs
+}
+
+// gunzip inflates a gzip body, at most limit bytes of it.
+func gunzip(body []byte, limit int64) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, codeBadRequest, "Content-Encoding is gzip but the body is not: %v", err)
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, limit+1))
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, codeBadRequest, "the gzip body is broken: %v", err)
+	}
+	if int64(len(out)) > limit {
+		return nil, tooLargeError(limit)
+	}
+	return out, nil
+}
+
+// writeOTLPResponse answers an ExportTraceServiceResponse: its
+// partial_success (field 1) holds rejected_spans (1) and error_message (2)
+// when spans were rejected or there is a message, and is absent otherwise.
+func writeOTLPResponse(w http.ResponseWriter, asJSON bool, rejected int, msg string) error {
+	if asJSON {
+		body := []byte("{}")
+		if rejected > 0 || msg != "" {
+			ps := map[string]any{"rejectedSpans": strconv.Itoa(rejected)}
+			if msg != "" {
+				ps["errorMessage"] = msg
+			}
+			body, _ = json.Marshal(map[string]any{"partialSuccess": ps})
+		}
+		writeRaw(w, http.StatusOK, body)
+		return nil
+	}
+	var b []byte
+	if rejected > 0 || msg != "" {
+		var ps []byte
+		if rejected > 0 {
+			ps = protowire.AppendTag(ps, 1, protowire.VarintType)
+			ps = protowire.AppendVarint(ps, uint64(rejected))
+		}
+		if msg != "" {
+			ps = protowire.AppendTag(ps, 2, protowire.BytesType)
+			ps = protowire.AppendString(ps, msg)
+		}
+		b = protowire.AppendTag(b, 1, protowire.BytesType)
+		b = protowire.AppendBytes(b, ps)
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+	return nil
+}
