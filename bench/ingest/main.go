@@ -18,10 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -29,11 +26,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lookout-dev/lookout/bench/benchstore"
 	"github.com/lookout-dev/lookout/bench/corpusdata"
 	"github.com/lookout-dev/lookout/client"
 	"github.com/lookout-dev/lookout/internal/formats"
 	"github.com/lookout-dev/lookout/internal/formats/invariant"
-	"github.com/lookout-dev/lookout/internal/server"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -77,7 +74,7 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	for _, b := range backends {
-		st, cleanup, err := openBackend(ctx, b, *pgURL)
+		st, cleanup, err := benchstore.Open(ctx, b, *pgURL)
 		if err != nil {
 			fail(fmt.Errorf("%s: %w", b, err))
 		}
@@ -113,18 +110,6 @@ func makeFile(corpus string, n int) ([]byte, int64, error) {
 	return buf.Bytes(), int64(buf.Len()), nil
 }
 
-// serve runs the API over st on a loopback port.
-func serve(st store.Store) (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := server.New(server.Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
-	return "http://" + ln.Addr().String(), func() { hs.Close() }, nil
-}
-
 // push sends the file's traces as `lookout push` does and returns the ids.
 func push(ctx context.Context, c *client.Client, dataset string, file []byte, batch int) ([]string, error) {
 	dec, _, err := formats.Open(bytes.NewReader(file), "bench.jsonl", formats.Auto)
@@ -153,7 +138,7 @@ func push(ctx context.Context, c *client.Client, dataset string, file []byte, ba
 }
 
 func measure(ctx context.Context, name string, st store.Store, file []byte, size int64, n, stored, batch int) error {
-	url, stop, err := serve(st)
+	url, stop, err := benchstore.Serve(st)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,16 @@
-package main
+// Package benchstore opens the stores and servers the bench commands
+// measure: a fresh SQLite file, or PostgreSQL at a URL or in a throwaway
+// cluster.
+package benchstore
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -13,14 +19,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lookout-dev/lookout/internal/server"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/postgres"
 	"github.com/lookout-dev/lookout/internal/store/sqlite"
 )
 
-// openBackend opens a fresh store of the named backend; the function it
+// Open opens a fresh store of the named backend; the function it
 // returns closes it and removes what was made for it.
-func openBackend(ctx context.Context, name, pgURL string) (store.Store, func(), error) {
+func Open(ctx context.Context, name, pgURL string) (store.Store, func(), error) {
 	switch name {
 	case "sqlite":
 		dir, err := os.MkdirTemp("", "lookout-bench-")
@@ -108,4 +115,17 @@ func startCluster() (string, func(), error) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), stop, nil
+}
+
+// Serve runs the API over st on a loopback port and returns its base URL
+// and a function that stops it.
+func Serve(st store.Store) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := server.New(server.Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	return "http://" + ln.Addr().String(), func() { hs.Close() }, nil
 }
