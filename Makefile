@@ -16,6 +16,7 @@ FUZZ_TARGETS := \
 	./internal/formats/mlflow:FuzzDecode \
 	./internal/formats/bedrock:FuzzDecode \
 	./internal/formats/otlp:FuzzDecode \
+	./internal/formats/otlp:FuzzDecodeBinary \
 	./internal/formats:FuzzDetect \
 	./internal/trace:FuzzParseAddress \
 	./internal/trace:FuzzCanonical \

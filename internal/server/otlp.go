@@ -109,11 +109,7 @@ func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request, p *principal
 			problems = append(problems, fmt.Sprintf("span %s of trace %s: %v", sp.SpanID, sp.TraceID, err))
 			continue
 		}
-		data, err := json.Marshal(sp)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("span %s of trace %s: %v", sp.SpanID, sp.TraceID, err))
-			continue
-		}
+		data := otlp.AppendBinary(nil, sp)
 		if _, ok := groups[name]; !ok {
 			datasets = append(datasets, name)
 		}
@@ -165,7 +161,8 @@ func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request, p *principal
 func buildSpanTrace(otelTraceID string, data [][]byte) (*trace.Trace, error) {
 	spans := make([]otlp.Span, len(data))
 	for i, d := range data {
-		if err := json.Unmarshal(d, &spans[i]); err != nil {
+		var err error
+		if spans[i], err = otlp.DecodeBinary(d); err != nil {
 			return nil, fmt.Errorf("stored span %d of trace %s: %w", i, otelTraceID, err)
 		}
 	}

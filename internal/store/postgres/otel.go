@@ -34,48 +34,46 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 			return err
 		}
 		now := storeutil.Now()
-		created := 0
+		// Read what each group has stored, rebuild them all (on several
+		// cores), then write.
+		tids := make([]string, len(groups))
+		stored := make([]map[string][]byte, len(groups))
 		for i, g := range groups {
-			ids[i], errs[i] = "", nil
-			var tid string
-			err := tx.QueryRow(ctx, `SELECT trace_id::text FROM otel_traces WHERE dataset_id = $1 AND otel_trace_id = $2`, datasetID, g.OTelTraceID).Scan(&tid)
+			err := tx.QueryRow(ctx, `SELECT trace_id::text FROM otel_traces WHERE dataset_id = $1 AND otel_trace_id = $2`, datasetID, g.OTelTraceID).Scan(&tids[i])
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
-			stored := map[string][]byte{}
-			if tid != "" {
-				rows, err := tx.Query(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = $1`, tid)
-				if err != nil {
-					return err
-				}
-				for rows.Next() {
-					var id string
-					var data []byte
-					if err := rows.Scan(&id, &data); err != nil {
-						rows.Close()
-						return err
-					}
-					stored[id] = data
-				}
-				rows.Close()
-				if err := rows.Err(); err != nil {
-					return err
-				}
-			}
-			all, write := storeutil.MergeSpans(stored, g.Spans)
-			t, err := build(g.OTelTraceID, all)
-			if err == nil {
-				t.Annotations = nil
-			}
-			var prepared []storeutil.Row
-			if err == nil {
-				prepared, err = storeutil.PrepareTraces([]store.NewTrace{{Trace: t}}, now)
-			}
-			if err != nil {
-				errs[i] = err
+			if tids[i] == "" {
 				continue
 			}
-			r := prepared[0]
+			stored[i] = map[string][]byte{}
+			rows, err := tx.Query(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = $1`, tids[i])
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var id string
+				var data []byte
+				if err := rows.Scan(&id, &data); err != nil {
+					rows.Close()
+					return err
+				}
+				stored[i][id] = data
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		built := storeutil.BuildSpanGroups(groups, stored, build, now)
+		created := 0
+		for i, g := range groups {
+			b := &built[i]
+			ids[i], errs[i] = "", b.Err
+			if b.Err != nil {
+				continue
+			}
+			r, tid := &b.Row, tids[i]
 			if tid == "" {
 				idx, newNext := storeutil.AssignIndexes(next, []*int64{r.Given})
 				next = newNext
@@ -93,11 +91,8 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 				r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, tid); err != nil {
 				return err
 			}
-			for _, sp := range write {
-				if _, err := tx.Exec(ctx, `INSERT INTO otel_spans (trace_id, span_id, data) VALUES ($1, $2, $3)
-					ON CONFLICT (trace_id, span_id) DO UPDATE SET data = excluded.data`, tid, sp.SpanID, sp.Data); err != nil {
-					return err
-				}
+			if err := upsertSpans(ctx, tx, tid, b.Write); err != nil {
+				return err
 			}
 			ids[i] = tid
 		}
@@ -112,4 +107,21 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 		return nil, nil, fail(ctx, err, "add spans")
 	}
 	return ids, errs, nil
+}
+
+// upsertSpans writes a trace's spans in one statement: arrays of span ids
+// and data unnested into rows.
+func upsertSpans(ctx context.Context, tx pgx.Tx, traceID string, spans []store.StoredSpan) error {
+	if len(spans) == 0 {
+		return nil
+	}
+	ids := make([]string, len(spans))
+	data := make([][]byte, len(spans))
+	for i, sp := range spans {
+		ids[i], data[i] = sp.SpanID, sp.Data
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO otel_spans (trace_id, span_id, data)
+		SELECT $1, s, d FROM unnest($2::text[], $3::bytea[]) AS t (s, d)
+		ON CONFLICT (trace_id, span_id) DO UPDATE SET data = excluded.data`, traceID, ids, data)
+	return err
 }

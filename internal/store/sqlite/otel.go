@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
@@ -31,47 +32,45 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 			return err
 		}
 		now := storeutil.Now()
-		created := 0
+		// Read what each group has stored, rebuild them all (on several
+		// cores), then write.
+		tids := make([]string, len(groups))
+		stored := make([]map[string][]byte, len(groups))
 		for i, g := range groups {
-			ids[i], errs[i] = "", nil
-			var tid string
-			err := tx.QueryRowContext(ctx, `SELECT trace_id FROM otel_traces WHERE dataset_id = ? AND otel_trace_id = ?`, datasetID, g.OTelTraceID).Scan(&tid)
+			err := tx.QueryRowContext(ctx, `SELECT trace_id FROM otel_traces WHERE dataset_id = ? AND otel_trace_id = ?`, datasetID, g.OTelTraceID).Scan(&tids[i])
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
-			stored := map[string][]byte{}
-			if tid != "" {
-				rows, err := tx.QueryContext(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = ?`, tid)
-				if err != nil {
-					return err
-				}
-				for rows.Next() {
-					var id string
-					var data []byte
-					if err := rows.Scan(&id, &data); err != nil {
-						rows.Close()
-						return err
-					}
-					stored[id] = data
-				}
-				if err := rows.Close(); err != nil {
-					return err
-				}
-			}
-			all, write := storeutil.MergeSpans(stored, g.Spans)
-			t, err := build(g.OTelTraceID, all)
-			if err == nil {
-				t.Annotations = nil
-			}
-			var prepared []storeutil.Row
-			if err == nil {
-				prepared, err = storeutil.PrepareTraces([]store.NewTrace{{Trace: t}}, now)
-			}
-			if err != nil {
-				errs[i] = err
+			if tids[i] == "" {
 				continue
 			}
-			r := prepared[0]
+			stored[i] = map[string][]byte{}
+			rows, err := tx.QueryContext(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = ?`, tids[i])
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var id string
+				var data []byte
+				if err := rows.Scan(&id, &data); err != nil {
+					rows.Close()
+					return err
+				}
+				stored[i][id] = data
+			}
+			if err := rows.Close(); err != nil {
+				return err
+			}
+		}
+		built := storeutil.BuildSpanGroups(groups, stored, build, now)
+		created := 0
+		for i, g := range groups {
+			b := &built[i]
+			ids[i], errs[i] = "", b.Err
+			if b.Err != nil {
+				continue
+			}
+			r, tid := &b.Row, tids[i]
 			if tid == "" {
 				idx, newNext := storeutil.AssignIndexes(next, []*int64{r.Given})
 				next = newNext
@@ -89,11 +88,8 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 				r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, tid); err != nil {
 				return err
 			}
-			for _, sp := range write {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO otel_spans (trace_id, span_id, data) VALUES (?, ?, ?)
-					ON CONFLICT (trace_id, span_id) DO UPDATE SET data = excluded.data`, tid, sp.SpanID, sp.Data); err != nil {
-					return err
-				}
+			if err := upsertSpans(ctx, tx, tid, b.Write); err != nil {
+				return err
 			}
 			ids[i] = tid
 		}
@@ -108,4 +104,31 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 		return nil, nil, fail(ctx, err, "add spans")
 	}
 	return ids, errs, nil
+}
+
+// spanRows is how many spans go in one INSERT: one statement instead of a
+// round through the driver per span (3 parameters each, far below SQLite's
+// limit of 32,766).
+const spanRows = 256
+
+func upsertSpans(ctx context.Context, tx *sql.Tx, traceID string, spans []store.StoredSpan) error {
+	for len(spans) > 0 {
+		n := min(len(spans), spanRows)
+		var q strings.Builder
+		q.WriteString(`INSERT INTO otel_spans (trace_id, span_id, data) VALUES `)
+		args := make([]any, 0, 3*n)
+		for i, sp := range spans[:n] {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString("(?, ?, ?)")
+			args = append(args, traceID, sp.SpanID, sp.Data)
+		}
+		q.WriteString(` ON CONFLICT (trace_id, span_id) DO UPDATE SET data = excluded.data`)
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return err
+		}
+		spans = spans[n:]
+	}
+	return nil
 }

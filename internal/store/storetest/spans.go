@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/store"
@@ -11,8 +12,9 @@ import (
 )
 
 // spanBuild makes a trace with one user event per span, its content the
-// span's data, and fails for a span whose data is "bad".
-func spanBuild(seen *[][]string) func(string, [][]byte) (*trace.Trace, error) {
+// span's data, and fails for a span whose data is "bad". Builds may run at
+// once: seen is guarded.
+func spanBuild(mu *sync.Mutex, seen *[][]string) func(string, [][]byte) (*trace.Trace, error) {
 	return func(otelID string, spans [][]byte) (*trace.Trace, error) {
 		var got []string
 		t := &trace.Trace{Name: "otel " + otelID}
@@ -23,7 +25,9 @@ func spanBuild(seen *[][]string) func(string, [][]byte) (*trace.Trace, error) {
 			}
 			t.Events = append(t.Events, trace.Event{Role: "user", Content: trace.TextContent(string(s))})
 		}
+		mu.Lock()
 		*seen = append(*seen, got)
+		mu.Unlock()
 		return t, nil
 	}
 }
@@ -51,7 +55,8 @@ func testAddSpans(t *testing.T, open func(t *testing.T) store.Store) {
 	d := e.dataset(alice, "otel", false)
 	other := e.dataset(alice, "other", false)
 	var seen [][]string
-	build := spanBuild(&seen)
+	var mu sync.Mutex
+	build := spanBuild(&mu, &seen)
 	add := func(datasetID string, groups ...store.SpanGroup) ([]string, []error) {
 		t.Helper()
 		ids, errs, err := e.st.AddSpans(e.ctx, alice.ID, datasetID, groups, build)

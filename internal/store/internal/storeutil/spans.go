@@ -1,10 +1,15 @@
 package storeutil
 
 import (
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/trace"
 )
 
 // MergeSpans overlays add on the spans stored so far (a span id in add
@@ -36,4 +41,53 @@ func MergeSpans(stored map[string][]byte, add []store.StoredSpan) (all [][]byte,
 		all[i] = merged[id]
 	}
 	return all, write
+}
+
+// SpanBuild is one group of SpanTraces.AddSpans made ready to write.
+type SpanBuild struct {
+	Row   Row                // the rebuilt trace (Row.ID is new: used for a new trace only)
+	Write []store.StoredSpan // the group's spans to write, deduplicated
+	Err   error              // the build failed: write nothing for the group
+}
+
+// BuildSpanGroups merges each group's spans with those stored (stored[i],
+// nil for a new trace), rebuilds its trace and encodes it, the groups on
+// several cores: the rebuild is most of the work of a request.
+func BuildSpanGroups(groups []store.SpanGroup, stored []map[string][]byte,
+	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error), now time.Time) []SpanBuild {
+	out := make([]SpanBuild, len(groups))
+	one := func(i int) {
+		all, write := MergeSpans(stored[i], groups[i].Spans)
+		out[i].Write = write
+		t, err := build(groups[i].OTelTraceID, all)
+		if err != nil {
+			out[i].Err = err
+			return
+		}
+		t.Annotations = nil
+		rows, err := PrepareTraces([]store.NewTrace{{Trace: t}}, now)
+		if err != nil {
+			out[i].Err = err
+			return
+		}
+		out[i].Row = rows[0]
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(groups))
+	if workers < 2 {
+		for i := range groups {
+			one(i)
+		}
+		return out
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(groups); i = int(next.Add(1) - 1) {
+				one(i)
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }

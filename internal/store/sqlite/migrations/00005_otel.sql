@@ -11,7 +11,7 @@ CREATE TABLE otel_traces (
     PRIMARY KEY (dataset_id, otel_trace_id)
 ) WITHOUT ROWID;
 CREATE INDEX otel_traces_trace ON otel_traces (trace_id);
--- The spans received so far, as JSON (internal/formats/otlp.Span); a span
+-- The spans received so far (internal/formats/otlp.AppendBinary); a span
 -- sent again replaces the one before.
 CREATE TABLE otel_spans (
     trace_id TEXT NOT NULL REFERENCES traces (id) ON DELETE CASCADE,
