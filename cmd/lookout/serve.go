@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
 
 	"github.com/lookout-dev/lookout/internal/eval"
 	"github.com/lookout-dev/lookout/internal/server"
 )
 
 func newServeCmd() *cobra.Command {
-	var addr, db, maxBody, llmURL, llmModel string
+	var addr, db, maxBody, llmURL, llmModel, otlpGRPC string
 	var quiet bool
 	var evalConc int
 	cmd := &cobra.Command{
@@ -77,6 +78,16 @@ gracefully. The first line on standard error names the address served.`,
 				mode = "writes need an API key or a login"
 			}
 			fmt.Fprintf(stderr, "lookout: serving http://%s (database %s; %s)\n", ln.Addr(), redactDB(db), mode)
+			if otlpGRPC != "" {
+				gln, err := net.Listen("tcp", otlpGRPC)
+				if err != nil {
+					return fmt.Errorf("--otlp-grpc: %w", err)
+				}
+				g := srv.OTLPGRPC()
+				go g.Serve(gln)
+				defer stopGRPC(g)
+				fmt.Fprintf(stderr, "lookout: OTLP/gRPC on %s\n", gln.Addr())
+			}
 			hs := &http.Server{
 				Handler:           srv,
 				ReadHeaderTimeout: 10 * time.Second,
@@ -110,5 +121,17 @@ gracefully. The first line on standard error names the address served.`,
 	cmd.Flags().StringVar(&llmModel, "llm-model", "gpt-4o-mini", "model of the llm judge")
 	cmd.Flags().IntVar(&evalConc, "eval-concurrency", 4, "traces an evaluation run grades at once")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "log warnings and errors only, not every request")
+	cmd.Flags().StringVar(&otlpGRPC, "otlp-grpc", "", "also receive OpenTelemetry traces over OTLP/gRPC on this address (such as 127.0.0.1:4317; off by default)")
 	return cmd
+}
+
+// stopGRPC lets calls in flight finish, for at most 10 seconds.
+func stopGRPC(g *grpc.Server) {
+	done := make(chan struct{})
+	go func() { g.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		g.Stop()
+	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,15 +90,28 @@ func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request, p *principal
 		return jsonError(body, err) // with its line, column and path
 	}
 
+	rejected, msg, err := s.ingestSpans(r.Context(), p, strings.TrimSpace(r.Header.Get(datasetHeader)), spans, problems)
+	if err != nil {
+		return err
+	}
+	return writeOTLPResponse(w, asJSON, rejected, msg)
+}
+
+// ingestSpans stores spans received over OTLP (HTTP or gRPC) in the
+// datasets they name (dataset, else each span's service.name) and returns
+// how many spans were rejected, counting problems (one per span already
+// left out), with a message listing why. A request none of whose spans can
+// be taken is an error (400) and stores nothing.
+func (s *Server) ingestSpans(ctx context.Context, p *principal, dataset string, spans []otlp.Span, problems []string) (int, string, error) {
+	// Group by dataset, then by trace, in order of arrival.
 	// Group by dataset, then by trace, in order of arrival.
 	type groupKey struct{ dataset, trace string }
 	var datasets []string
 	groups := map[string][]store.SpanGroup{}
 	at := map[groupKey]int{}
-	header := strings.TrimSpace(r.Header.Get(datasetHeader))
 	for i := range spans {
 		sp := &spans[i]
-		name := header
+		name := dataset
 		if name == "" {
 			name = serviceName(sp.Resource)
 		}
@@ -125,21 +139,21 @@ func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request, p *principal
 	rejected := len(problems) // one per span left out so far
 	if len(datasets) == 0 {
 		if len(problems) == 0 {
-			return writeOTLPResponse(w, asJSON, 0, "")
+			return 0, "", nil
 		}
-		return &apiError{Status: http.StatusBadRequest, Code: codeBadRequest,
+		return 0, "", &apiError{Status: http.StatusBadRequest, Code: codeBadRequest,
 			Message: fmt.Sprintf("no span could be taken, nothing stored: %s", strings.Join(first(problems, 5), "; ")),
 			Details: map[string]any{"errors": problems}}
 	}
 	for _, name := range datasets {
-		d, err := s.datasetForPush(r, p, name)
+		d, err := s.datasetForPush(ctx, p, name)
 		if err != nil {
-			return err
+			return 0, "", err
 		}
 		gs := groups[name]
-		_, errs, err := s.st.AddSpans(r.Context(), p.User.ID, d.ID, gs, buildSpanTrace)
+		_, errs, err := s.st.AddSpans(ctx, p.User.ID, d.ID, gs, buildSpanTrace)
 		if err != nil {
-			return err
+			return 0, "", err
 		}
 		for i, e := range errs {
 			if e != nil {
@@ -153,7 +167,7 @@ func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request, p *principal
 	if len(problems) > 0 {
 		msg = strings.Join(first(problems, 20), "; ")
 	}
-	return writeOTLPResponse(w, asJSON, rejected, msg)
+	return rejected, msg, nil
 }
 
 // buildSpanTrace maps the spans of one trace received so far; the trace's

@@ -3,17 +3,25 @@ package server
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
 
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -211,11 +219,43 @@ func TestOTLPTransports(t *testing.T) {
 			t.Fatalf("by service.name: %d %s", r.status, r.body)
 		}
 
+		// gRPC: the same spans in two calls, children first.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := f.srv.OTLPGRPC()
+		go g.Serve(ln)
+		defer g.Stop()
+		conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		tc := coltracepb.NewTraceServiceClient(conn)
+		export := func(ctx context.Context, sp []tspan) (*coltracepb.ExportTraceServiceResponse, error) {
+			var req coltracepb.ExportTraceServiceRequest
+			if err := proto.Unmarshal(otlpProto("agent", sp), &req); err != nil {
+				t.Fatal(err)
+			}
+			return tc.Export(ctx, &req)
+		}
+		authed := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+f.keys["alice"], "x-lookout-dataset", "via-grpc")
+		for _, part := range [][]tspan{spans[1:], spans[:1]} {
+			resp, err := export(authed, part)
+			if err != nil || resp.GetPartialSuccess() != nil {
+				t.Fatalf("gRPC export: %v %v", resp, err)
+			}
+		}
+		if _, err := export(metadata.AppendToOutgoingContext(context.Background(), "x-lookout-dataset", "via-grpc-anon"), spans); status.Code(err) != codes.Unauthenticated {
+			t.Errorf("gRPC export without a key: %v, want Unauthenticated", err)
+		}
+
 		want := storedOTel(t, f, "via-proto")
 		if other := storedOTel(t, f, "billing-agent"); other != strings.ReplaceAll(want, `"service.name":"agent"`, `"service.name":"billing-agent"`) {
 			t.Errorf("by service.name stored\n%s", other)
 		}
-		for _, ds := range []string{"via-json", "via-gzip", "via-gzip-json", "via-split"} {
+		for _, ds := range []string{"via-json", "via-gzip", "via-gzip-json", "via-split", "via-grpc"} {
 			if got := storedOTel(t, f, ds); got != want {
 				t.Errorf("%s stored\n%s\nvia protobuf\n%s", ds, got, want)
 			}

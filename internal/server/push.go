@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -158,7 +159,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, p *principal) erro
 		if err := validName("dataset name", dataset); err != nil {
 			return err
 		}
-		d, err := s.datasetForPush(r, p, dataset)
+		d, err := s.datasetForPush(r.Context(), p, dataset)
 		if err != nil {
 			return err
 		}
@@ -178,8 +179,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, p *principal) erro
 
 // datasetForPush finds the caller's dataset by name, creating it (private)
 // on first push. Two first pushes racing both end up with the same one.
-func (s *Server) datasetForPush(r *http.Request, p *principal, name string) (store.Dataset, error) {
-	ctx := r.Context()
+func (s *Server) datasetForPush(ctx context.Context, p *principal, name string) (store.Dataset, error) {
 	for range 3 {
 		d, err := s.st.DatasetByName(ctx, p.User.ID, name)
 		if !errors.Is(err, store.ErrNotFound) {
