@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -320,6 +322,20 @@ func TestOTLPBadPayloads(t *testing.T) {
 			if r.status != c.status || !strings.Contains(r.String(), c.want) {
 				t.Errorf("%s: %d %s, want %d with %q", c.name, r.status, r.body, c.status, c.want)
 			}
+		}
+		// 100 MB against the default limit (64 MiB), streamed: refused
+		// before it is read.
+		big := New(Config{Store: st})
+		hs := httptest.NewServer(big)
+		defer hs.Close()
+		req, _ := http.NewRequest("POST", hs.URL+"/v1/traces", io.LimitReader(repeatReader(0x0a), 100<<20))
+		req.ContentLength = 100 << 20
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		req.Header.Set("Authorization", "Bearer "+f.keys["alice"])
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 413 {
+			t.Errorf("a 100 MB body: %v %v, want 413", resp, err)
+		} else {
+			resp.Body.Close()
 		}
 		var list struct{ Datasets []json.RawMessage }
 		f.must(200, "GET", "/api/v1/datasets", "alice", "").json(t, &list)
