@@ -151,10 +151,11 @@ func (s *Server) ingestSpans(ctx context.Context, p *principal, dataset string, 
 			return 0, "", err
 		}
 		gs := groups[name]
-		_, errs, err := s.st.AddSpans(ctx, p.User.ID, d.ID, gs, buildSpanTrace)
+		ids, errs, err := s.st.AddSpans(ctx, p.User.ID, d.ID, gs, buildSpanTrace)
 		if err != nil {
 			return 0, "", err
 		}
+		s.live.changed(ids...)
 		for i, e := range errs {
 			if e != nil {
 				n := len(gs[i].Spans)

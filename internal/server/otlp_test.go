@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -14,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -400,6 +402,103 @@ func TestOTLPScenarios(t *testing.T) {
 			if applies("POST /v1/traces", k) && !covered[k] {
 				t.Errorf("POST /v1/traces has no %q scenario", k)
 			}
+		}
+	})
+}
+
+// TestLiveTrace: a listener of a trace hears "ready", then "changed" when
+// spans of the trace arrive, events are appended or an annotation is made,
+// and nothing for changes to another trace.
+func TestLiveTrace(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, st storeUnderTest) {
+		f := newFixture(t, st, Config{})
+		f.addUser("alice")
+		spans := agentSpans()
+		post := func(sp []tspan) {
+			t.Helper()
+			r := f.do("POST", "/v1/traces", "alice", bytes.NewReader(otlpProto("agent", sp)), "Content-Type", "application/x-protobuf", "X-Lookout-Dataset", "live")
+			if r.status != 200 {
+				t.Fatalf("spans: %d %s", r.status, r.body)
+			}
+		}
+		post(spans[1:2])
+		var list struct{ Datasets []struct{ ID string } }
+		f.must(200, "GET", "/api/v1/datasets?name=live", "alice", "").json(t, &list)
+		var page struct{ Traces []struct{ ID string } }
+		f.must(200, "GET", "/api/v1/datasets/"+list.Datasets[0].ID+"/traces", "alice", "").json(t, &page)
+		id := page.Traces[0].ID
+		other := f.push("alice", `{"dataset": "live", "messages": [[{"role": "user", "content": "another trace"}]]}`)[0]
+
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", f.hs.URL+"/api/v1/traces/"+id+"/live", nil)
+		req.Header.Set("Authorization", "Bearer "+f.keys["alice"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("live: %v %v", resp, err)
+		}
+		defer resp.Body.Close()
+		events := make(chan string, 16)
+		go func() {
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+					events <- name
+				}
+			}
+			close(events)
+		}()
+		next := func(what string) string {
+			t.Helper()
+			select {
+			case e := <-events:
+				return e
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: no event", what)
+				return ""
+			}
+		}
+		quiet := func(what string) {
+			t.Helper()
+			select {
+			case e := <-events:
+				t.Fatalf("%s: event %q", what, e)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		if e := next("connect"); e != "ready" {
+			t.Fatalf("first event %q", e)
+		}
+		post(spans[2:])
+		if e := next("more spans"); e != "changed" {
+			t.Errorf("after more spans: %q", e)
+		}
+		f.must(200, "POST", "/api/v1/traces/"+other+"/events", "alice", `[{"role": "assistant", "content": "elsewhere"}]`)
+		quiet("a change to another trace")
+		f.must(201, "POST", "/api/v1/traces/"+id+"/annotations", "alice", `{"address": "messages.0", "content": "look"}`)
+		if e := next("an annotation"); e != "changed" {
+			t.Errorf("after an annotation: %q", e)
+		}
+		post(spans[:1])
+		if e := next("the root span"); e != "changed" {
+			t.Errorf("after the root span: %q", e)
+		}
+		cancel()
+		for range events {
+		}
+		// The listener is gone once the stream ends.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			f.srv.live.mu.Lock()
+			n := len(f.srv.live.subs)
+			f.srv.live.mu.Unlock()
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d traces still have listeners", n)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	})
 }

@@ -97,6 +97,9 @@ var notApplicable = map[string]map[string]string{
 		kTooLarge: "reads no body",
 		kUnknown:  "a filter that matches nothing is an empty list",
 	},
+	"GET /api/v1/traces/{id}/live": {
+		kSuccess: "a stream that does not end: TestLiveTrace reads it",
+	},
 }
 
 // readOnly routes read no body: bad JSON, wrong body types and a too-large
@@ -114,6 +117,7 @@ var takesParams = map[string]bool{
 	"GET /api/v1/traces/{id}":                      true,
 	"GET /api/v1/traces/{id}/download":             true,
 	"GET /api/v1/traces/{id}/events":               true,
+	"GET /api/v1/traces/{id}/live":                 false,
 	"GET /api/v1/datasets/{id}/metadata":           false,
 	"GET /api/v1/traces/{id}/annotations":          false,
 	"GET /api/v1/datasets/{id}":                    false,
@@ -405,6 +409,12 @@ func TestScenarios(t *testing.T) {
 			{name: "events: a public trace anonymously", method: "GET", path: "/api/v1/traces/{atpub}/events", user: "",
 				status: 200, want: []string{`"offset":0,"events":\[\{`}},
 			{name: "events: an unknown trace", kind: kUnknown, method: "GET", path: "/api/v1/traces/{unknown}/events", user: "alice",
+				status: 404},
+			{name: "live: another user's private trace", kind: kPrivate, method: "GET", path: "/api/v1/traces/{at}/live", user: "bob",
+				status: 404},
+			{name: "live: a private trace anonymously", kind: kNoAuth, method: "GET", path: "/api/v1/traces/{at}/live", user: "",
+				status: 404},
+			{name: "live: an unknown trace", kind: kUnknown, method: "GET", path: "/api/v1/traces/{unknown}/live", user: "alice",
 				status: 404},
 			{name: "traces: get invariant", kind: kSuccess, method: "GET", path: "/api/v1/traces/{at}?format=invariant", user: "alice",
 				status: 200, want: []string{`^\{"messages":\[\{"role":"user","content":"hi"\},\{"role":"assistant","content":"hello"\}\],"metadata":\{"name":"first"\},"annotations":\[`}},

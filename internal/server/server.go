@@ -44,6 +44,7 @@ type Server struct {
 	patterns   []string    // every route registered with handle, in order
 	hasUsers   atomic.Bool // once a user exists local mode is over for good
 	reads      traceReads  // shares concurrent reads of one trace
+	live       liveHub     // listeners of changing traces
 
 	llm             *eval.LLM
 	evalConcurrency int
@@ -115,6 +116,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/traces/{id}", s.getTrace)
 	s.handle("GET /api/v1/traces/{id}/download", s.downloadTrace)
 	s.handle("GET /api/v1/traces/{id}/events", s.listEvents)
+	s.handle("GET /api/v1/traces/{id}/live", s.liveTrace)
 	s.handle("POST /api/v1/traces/{id}/events", s.appendEvents)
 	s.handle("DELETE /api/v1/traces/{id}", s.deleteTrace)
 

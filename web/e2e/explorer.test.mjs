@@ -381,6 +381,40 @@ describe('explorer', () => {
     assert.equal((await api(srv.base, 'GET', '/datasets?name=doomed')).datasets.length, 0);
   });
 
+  test('a trace sent over OpenTelemetry grows on screen while its agent runs', async () => {
+    const traceId = '7d1f0c0a9b8e4d3c2b1a09f8e7d6c5b4';
+    const span = (id, name, start, attrs) => ({
+      traceId, spanId: id, parentSpanId: id === 'a000000000000001' ? undefined : 'a000000000000001', name, kind: 1,
+      startTimeUnixNano: String(start * 1e9), endTimeUnixNano: String(start * 1e9 + 5e8),
+      attributes: Object.entries(attrs).map(([key, v]) => ({ key, value: { stringValue: v } })),
+    });
+    const chat = (id, start, question, answer) => span(id, 'chat gpt-4o', start, {
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.input.messages': JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: question }] }]),
+      'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: answer }] }]),
+    });
+    const send = async (spans) => {
+      const r = await fetch(srv.base + '/v1/traces', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Lookout-Dataset': 'live-agent' },
+        body: JSON.stringify({ resourceSpans: [{ resource: { attributes: [] }, scopeSpans: [{ spans }] }] }),
+      });
+      assert.equal(r.status, 200, await r.text());
+    };
+    await send([chat('b000000000000001', 1, 'first question', 'first answer')]);
+    const ds = (await api(srv.base, 'GET', '/datasets?name=live-agent')).datasets[0];
+    const id = (await api(srv.base, 'GET', `/datasets/${ds.id}/traces`)).traces[0].id;
+    await page.goto(`${srv.base}/traces/${id}`);
+    await page.locator('.card', { hasText: 'first answer' }).waitFor();
+    assert.equal(await page.locator('.card').count(), 2);
+    // The agent goes on: a second turn and, last, its root span.
+    await send([chat('b000000000000002', 2, 'second question', 'second answer'), span('a000000000000001', 'invoke_agent support', 0, { 'gen_ai.operation.name': 'invoke_agent' })]);
+    await page.locator('.card', { hasText: 'second answer' }).waitFor({ timeout: 15000 });
+    assert.equal(await page.locator('.card').count(), 4);
+    assert.match(await page.locator('.trace-head').textContent(), /4 events · 3 spans/);
+    await shot(page, 'live-trace');
+  });
+
   test('no console errors, page errors or dialogs during the run', () => {
     assert.deepEqual(problems, []);
   });

@@ -102,6 +102,31 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
     loadAnns();
   }, [id]);
 
+  // A trace that grows while its agent runs (spans over OpenTelemetry,
+  // appended events, new annotations) is fetched again when the server says
+  // it changed, at most every 300 ms.
+  useEffect(() => {
+    if (typeof EventSource === 'undefined') return;
+    const es = new EventSource(`/api/v1/traces/${encodeURIComponent(id)}/live`);
+    let timer = 0;
+    let busy = false;
+    const refresh = () => {
+      if (busy) return void (timer = window.setTimeout(refresh, 300));
+      busy = true;
+      Promise.all([api.trace(id).then(setTrace), loadAnns()])
+        .catch((e) => setErr(e.message))
+        .finally(() => (busy = false));
+    };
+    es.addEventListener('changed', () => {
+      clearTimeout(timer);
+      timer = window.setTimeout(refresh, 300);
+    });
+    return () => {
+      clearTimeout(timer);
+      es.close();
+    };
+  }, [id]);
+
   const tree = useMemo(() => buildTree(trace?.spans ?? []), [trace]);
   useEffect(() => setTreeState(initialState(tree, 2)), [tree]);
 
@@ -166,22 +191,27 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
     requestAnimationFrame(tick);
   });
 
-  // Search hits: land on the first one.
+  // Search hits: land on the first one, once per query (a live trace that
+  // grows does not pull the reader back).
+  const landedQ = useRef('');
   useEffect(() => {
-    if (!trace || !activeQ) return;
+    if (!trace || !activeQ || landedQ.current === activeQ) return;
     const first = steps.findIndex((h) => h.kind === 'search');
     if (first >= 0) {
+      landedQ.current = activeQ;
       setCur(first);
       goToHighlight(steps[first]);
     }
   }, [trace, activeQ]);
 
-  // The URL's address: scroll to it and mark it.
+  // The URL's address: scroll to it and mark it, once it is loaded.
+  const landedHash = useRef('');
   useEffect(() => {
-    if (!trace || !hash) return;
+    if (!trace || !hash || landedHash.current === hash) return;
     const a = tryParseAddress(hash);
     if (!a) return;
     const t = hl.all.find((h) => h.id === 'target');
+    if (a.root === 'messages' ? a.event < (trace.events ?? []).length && !partial : !partial) landedHash.current = hash;
     if (a.root === 'messages') {
       setTab('chat');
       setFocus(a.event);
