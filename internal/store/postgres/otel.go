@@ -23,7 +23,16 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 	}
 	ids := make([]string, len(groups))
 	errs := make([]error, len(groups))
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	// Rebuild the traces from what is stored before taking the dataset's
+	// lock, so that other requests write meanwhile; in the transaction, a
+	// group whose stored spans changed since is rebuilt again.
+	tids, stored, err := readSpanGroups(ctx, s.pool, datasetID, groups)
+	if err != nil {
+		return nil, nil, fail(ctx, err, "add spans")
+	}
+	now := storeutil.Now()
+	built := storeutil.BuildSpanGroups(groups, stored, build, now)
+	err = s.write(ctx, func(tx pgx.Tx) error {
 		var next int64
 		// FOR UPDATE: requests into one dataset take turns, so that the
 		// first spans of a trace sent twice at once make one trace.
@@ -33,39 +42,12 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 			}
 			return err
 		}
-		now := storeutil.Now()
-		// Read what each group has stored, rebuild them all (on several
-		// cores), then write.
-		tids := make([]string, len(groups))
-		stored := make([]map[string][]byte, len(groups))
-		for i, g := range groups {
-			err := tx.QueryRow(ctx, `SELECT trace_id::text FROM otel_traces WHERE dataset_id = $1 AND otel_trace_id = $2`, datasetID, g.OTelTraceID).Scan(&tids[i])
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-			if tids[i] == "" {
-				continue
-			}
-			stored[i] = map[string][]byte{}
-			rows, err := tx.Query(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = $1`, tids[i])
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var id string
-				var data []byte
-				if err := rows.Scan(&id, &data); err != nil {
-					rows.Close()
-					return err
-				}
-				stored[i][id] = data
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
+		nowTids, nowStored, err := readSpanGroups(ctx, tx, datasetID, groups)
+		if err != nil {
+			return err
 		}
-		built := storeutil.BuildSpanGroups(groups, stored, build, now)
+		storeutil.RebuildChanged(groups, built, tids, stored, nowTids, nowStored, build, now)
+		tids = nowTids
 		created := 0
 		for i, g := range groups {
 			b := &built[i]
@@ -96,7 +78,7 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 			}
 			ids[i] = tid
 		}
-		_, err := tx.Exec(ctx, `UPDATE datasets SET next_index = $1, trace_count = trace_count + $2, last_pushed = $3 WHERE id = $4`,
+		_, err = tx.Exec(ctx, `UPDATE datasets SET next_index = $1, trace_count = trace_count + $2, last_pushed = $3 WHERE id = $4`,
 			next, created, now, datasetID)
 		return err
 	})
@@ -124,4 +106,45 @@ func upsertSpans(ctx context.Context, tx pgx.Tx, traceID string, spans []store.S
 		SELECT $1, s, d FROM unnest($2::text[], $3::bytea[]) AS t (s, d)
 		ON CONFLICT (trace_id, span_id) DO UPDATE SET data = excluded.data`, traceID, ids, data)
 	return err
+}
+
+// querier is what readSpanGroups needs of a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// readSpanGroups reads, for each group, its stored trace ("" for none) and
+// the spans stored for it (nil for none).
+func readSpanGroups(ctx context.Context, q querier, datasetID string, groups []store.SpanGroup) ([]string, []map[string][]byte, error) {
+	tids := make([]string, len(groups))
+	stored := make([]map[string][]byte, len(groups))
+	for i, g := range groups {
+		err := q.QueryRow(ctx, `SELECT trace_id::text FROM otel_traces WHERE dataset_id = $1 AND otel_trace_id = $2`, datasetID, g.OTelTraceID).Scan(&tids[i])
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil, nil, err
+		}
+		if tids[i] == "" {
+			continue
+		}
+		stored[i] = map[string][]byte{}
+		rows, err := q.Query(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = $1`, tids[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		for rows.Next() {
+			var id string
+			var data []byte
+			if err := rows.Scan(&id, &data); err != nil {
+				rows.Close()
+				return nil, nil, err
+			}
+			stored[i][id] = data
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return tids, stored, nil
 }

@@ -23,7 +23,16 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 	}
 	ids := make([]string, len(groups))
 	errs := make([]error, len(groups))
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	// Rebuild the traces from what is stored before taking the writer, so
+	// that other requests write meanwhile; in the transaction, a group whose
+	// stored spans changed since is rebuilt again.
+	tids, stored, err := readSpanGroups(ctx, s.r, datasetID, groups)
+	if err != nil {
+		return nil, nil, fail(ctx, err, "add spans")
+	}
+	now := storeutil.Now()
+	built := storeutil.BuildSpanGroups(groups, stored, build, now)
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		var next int64
 		if err := tx.QueryRowContext(ctx, `SELECT next_index FROM datasets WHERE id = ?`, datasetID).Scan(&next); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
@@ -31,38 +40,12 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 			}
 			return err
 		}
-		now := storeutil.Now()
-		// Read what each group has stored, rebuild them all (on several
-		// cores), then write.
-		tids := make([]string, len(groups))
-		stored := make([]map[string][]byte, len(groups))
-		for i, g := range groups {
-			err := tx.QueryRowContext(ctx, `SELECT trace_id FROM otel_traces WHERE dataset_id = ? AND otel_trace_id = ?`, datasetID, g.OTelTraceID).Scan(&tids[i])
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			if tids[i] == "" {
-				continue
-			}
-			stored[i] = map[string][]byte{}
-			rows, err := tx.QueryContext(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = ?`, tids[i])
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var id string
-				var data []byte
-				if err := rows.Scan(&id, &data); err != nil {
-					rows.Close()
-					return err
-				}
-				stored[i][id] = data
-			}
-			if err := rows.Close(); err != nil {
-				return err
-			}
+		nowTids, nowStored, err := readSpanGroups(ctx, tx, datasetID, groups)
+		if err != nil {
+			return err
 		}
-		built := storeutil.BuildSpanGroups(groups, stored, build, now)
+		storeutil.RebuildChanged(groups, built, tids, stored, nowTids, nowStored, build, now)
+		tids = nowTids
 		created := 0
 		for i, g := range groups {
 			b := &built[i]
@@ -93,7 +76,7 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 			}
 			ids[i] = tid
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE datasets SET next_index = ?, trace_count = trace_count + ?, last_pushed = ? WHERE id = ?`,
+		_, err = tx.ExecContext(ctx, `UPDATE datasets SET next_index = ?, trace_count = trace_count + ?, last_pushed = ? WHERE id = ?`,
 			next, created, micros(now), datasetID)
 		return err
 	})
@@ -131,4 +114,44 @@ func upsertSpans(ctx context.Context, tx *sql.Tx, traceID string, spans []store.
 		spans = spans[n:]
 	}
 	return nil
+}
+
+// querier is what readSpanGroups needs of a connection pool or transaction.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// readSpanGroups reads, for each group, its stored trace ("" for none) and
+// the spans stored for it (nil for none).
+func readSpanGroups(ctx context.Context, q querier, datasetID string, groups []store.SpanGroup) ([]string, []map[string][]byte, error) {
+	tids := make([]string, len(groups))
+	stored := make([]map[string][]byte, len(groups))
+	for i, g := range groups {
+		err := q.QueryRowContext(ctx, `SELECT trace_id FROM otel_traces WHERE dataset_id = ? AND otel_trace_id = ?`, datasetID, g.OTelTraceID).Scan(&tids[i])
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, nil, err
+		}
+		if tids[i] == "" {
+			continue
+		}
+		stored[i] = map[string][]byte{}
+		rows, err := q.QueryContext(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = ?`, tids[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		for rows.Next() {
+			var id string
+			var data []byte
+			if err := rows.Scan(&id, &data); err != nil {
+				rows.Close()
+				return nil, nil, err
+			}
+			stored[i][id] = data
+		}
+		if err := rows.Close(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return tids, stored, nil
 }

@@ -127,3 +127,38 @@ func testAddSpans(t *testing.T, open func(t *testing.T) store.Store) {
 	_, _, err := e.st.AddSpans(e.ctx, alice.ID, missingID, []store.SpanGroup{{OTelTraceID: a, Spans: spans("s", "x")}}, build)
 	wantErr(t, "unknown dataset", err, store.ErrNotFound)
 }
+
+// testAddSpansChangedMeanwhile: spans of the same trace stored by another
+// request while this one rebuilt the trace are not lost: the trace is
+// rebuilt again in the writing transaction.
+func testAddSpansChangedMeanwhile(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	alice := e.user("alice")
+	d := e.dataset(alice, "otel", false)
+	var mu sync.Mutex
+	var seen [][]string
+	plain := spanBuild(&mu, &seen)
+	const a = "0af7651916cd43dd8448eb211c80319c"
+	ids, _, err := e.st.AddSpans(e.ctx, alice.ID, d.ID, []store.SpanGroup{{OTelTraceID: a, Spans: spans("s1", "one")}}, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	interfered := false
+	meddling := func(otelID string, sp [][]byte) (*trace.Trace, error) {
+		if !interfered {
+			interfered = true
+			// Another request stores a span of the trace now.
+			if _, _, err := e.st.AddSpans(e.ctx, alice.ID, d.ID, []store.SpanGroup{{OTelTraceID: a, Spans: spans("s2", "two")}}, plain); err != nil {
+				t.Errorf("the other request: %v", err)
+			}
+		}
+		return plain(otelID, sp)
+	}
+	got, errs, err := e.st.AddSpans(e.ctx, alice.ID, d.ID, []store.SpanGroup{{OTelTraceID: a, Spans: spans("s3", "three")}}, meddling)
+	if err != nil || errs[0] != nil || got[0] != ids[0] {
+		t.Fatalf("AddSpans: %v %v %v (trace %s)", got, errs, err, ids[0])
+	}
+	if c := contents(t, e, ids[0]); c != "one,two,three" {
+		t.Errorf("events %q, want one,two,three: a span stored meanwhile was lost", c)
+	}
+}

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ContextCanceled", testCanceled},
 		{"ConcurrentAddTraces", testConcurrentAdds},
 		{"AddSpans", testAddSpans},
+		{"AddSpansChangedMeanwhile", testAddSpansChangedMeanwhile},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package storeutil
 
 import (
+	"bytes"
 	"runtime"
 	"slices"
 	"strings"
@@ -90,4 +91,40 @@ func BuildSpanGroups(groups []store.SpanGroup, stored []map[string][]byte,
 	}
 	wg.Wait()
 	return out
+}
+
+// RebuildChanged rebuilds, in built, the groups whose stored trace or spans
+// changed between the read the builds were made from (tids, stored) and the
+// read in the writing transaction (nowTids, nowStored).
+func RebuildChanged(groups []store.SpanGroup, built []SpanBuild, tids []string, stored []map[string][]byte,
+	nowTids []string, nowStored []map[string][]byte, build func(string, [][]byte) (*trace.Trace, error), now time.Time) {
+	var idx []int
+	for i := range groups {
+		if tids[i] != nowTids[i] || !sameSpans(stored[i], nowStored[i]) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	sub := make([]store.SpanGroup, len(idx))
+	subStored := make([]map[string][]byte, len(idx))
+	for k, i := range idx {
+		sub[k], subStored[k] = groups[i], nowStored[i]
+	}
+	for k, b := range BuildSpanGroups(sub, subStored, build, now) {
+		built[idx[k]] = b
+	}
+}
+
+func sameSpans(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for id, d := range a {
+		if e, ok := b[id]; !ok || !bytes.Equal(d, e) {
+			return false
+		}
+	}
+	return true
 }
