@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -128,4 +129,33 @@ func Serve(st store.Store) (string, func(), error) {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
 	return "http://" + ln.Addr().String(), func() { hs.Close() }, nil
+}
+
+// Backends names the backends a -backend flag value selects: "sqlite",
+// "postgres", or "both".
+func Backends(flag string) ([]string, error) {
+	switch flag {
+	case "both":
+		return []string{"sqlite", "postgres"}, nil
+	case "sqlite", "postgres":
+		return []string{flag}, nil
+	}
+	return nil, fmt.Errorf("-backend must be sqlite, postgres or both, not %q", flag)
+}
+
+// StartCPUProfile writes a CPU profile to path until the returned function
+// is called; with path "" it does nothing.
+func StartCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -22,9 +22,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"time"
 
+	"github.com/lookout-dev/lookout/bench/benchstore"
 	"github.com/lookout-dev/lookout/bench/corpusdata"
 	"github.com/lookout-dev/lookout/client"
 	"github.com/lookout-dev/lookout/internal/server"
@@ -97,16 +97,11 @@ func main() {
 
 	fmt.Printf("machine: %s/%s, %d CPUs, %s; %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04"))
 	fmt.Printf("input: %d tau-bench traces in SQLite; criteria: rule no-cancel, code solved, code few-calls; concurrency %d\n", *n, *conc)
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			fail(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fail(err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchstore.StartCPUProfile(*cpuprofile)
+	if err != nil {
+		fail(err)
 	}
+	defer stopProfile()
 	start := time.Now()
 	run, err := c.StartEvalRun(ctx, d.ID, "bench", json.RawMessage(criteria))
 	if err != nil {

@@ -21,7 +21,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"time"
@@ -54,25 +53,15 @@ func main() {
 	fmt.Printf("input: %d tau-bench traces (the corpus's 200, repeated), %.1f MB of Invariant JSONL, %.1f KB a trace\n\n",
 		*n, float64(size)/1e6, float64(size)/float64(*n)/1e3)
 
-	var backends []string
-	switch *backend {
-	case "both":
-		backends = []string{"sqlite", "postgres"}
-	case "sqlite", "postgres":
-		backends = []string{*backend}
-	default:
-		fail(fmt.Errorf("-backend must be sqlite, postgres or both"))
+	backends, err := benchstore.Backends(*backend)
+	if err != nil {
+		fail(err)
 	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			fail(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fail(err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchstore.StartCPUProfile(*cpuprofile)
+	if err != nil {
+		fail(err)
 	}
+	defer stopProfile()
 	for _, b := range backends {
 		st, cleanup, err := benchstore.Open(ctx, b, *pgURL)
 		if err != nil {

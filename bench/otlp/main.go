@@ -27,7 +27,6 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -53,25 +52,15 @@ func main() {
 	pgURL := flag.String("pg", os.Getenv("LOOKOUT_TEST_POSTGRES"), "PostgreSQL URL (default: a throwaway cluster)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the runs to FILE")
 	flag.Parse()
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			fail(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fail(err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchstore.StartCPUProfile(*cpuprofile)
+	if err != nil {
+		fail(err)
 	}
+	defer stopProfile()
 
-	var backends []string
-	switch *backend {
-	case "both":
-		backends = []string{"sqlite", "postgres"}
-	case "sqlite", "postgres":
-		backends = []string{*backend}
-	default:
-		fail(fmt.Errorf("-backend must be sqlite, postgres or both"))
+	backends, err := benchstore.Backends(*backend)
+	if err != nil {
+		fail(err)
 	}
 	fmt.Printf("machine: %s/%s, %d CPUs, %s; %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02"))
 	fmt.Printf("load: %d exporters on loopback, protobuf batches of %d spans (halves of runs of %d spans), %s per backend\n\n",
