@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
 
 	"github.com/lookout-dev/lookout/internal/eval"
 	"github.com/lookout-dev/lookout/internal/server"
@@ -83,9 +82,16 @@ gracefully. The first line on standard error names the address served.`,
 				if err != nil {
 					return fmt.Errorf("--otlp-grpc: %w", err)
 				}
-				g := srv.OTLPGRPC()
-				go g.Serve(gln)
-				defer stopGRPC(g)
+				var protocols http.Protocols
+				protocols.SetUnencryptedHTTP2(true) // gRPC without TLS, as OTLP exporters send it locally
+				gs := &http.Server{Handler: srv.OTLPGRPC(), Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second,
+					ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn), BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+				go gs.Serve(gln)
+				defer func() {
+					sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					gs.Shutdown(sctx)
+				}()
 				fmt.Fprintf(stderr, "lookout: OTLP/gRPC on %s\n", gln.Addr())
 			}
 			hs := &http.Server{
@@ -123,15 +129,4 @@ gracefully. The first line on standard error names the address served.`,
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "log warnings and errors only, not every request")
 	cmd.Flags().StringVar(&otlpGRPC, "otlp-grpc", "", "also receive OpenTelemetry traces over OTLP/gRPC on this address (such as 127.0.0.1:4317; off by default)")
 	return cmd
-}
-
-// stopGRPC lets calls in flight finish, for at most 10 seconds.
-func stopGRPC(g *grpc.Server) {
-	done := make(chan struct{})
-	go func() { g.GracefulStop(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		g.Stop()
-	}
 }

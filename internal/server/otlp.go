@@ -250,23 +250,31 @@ func writeOTLPResponse(w http.ResponseWriter, asJSON bool, rejected int, msg str
 		writeRaw(w, http.StatusOK, body)
 		return nil
 	}
-	var b []byte
-	if rejected > 0 || msg != "" {
-		var ps []byte
-		if rejected > 0 {
-			ps = protowire.AppendTag(ps, 1, protowire.VarintType)
-			ps = protowire.AppendVarint(ps, uint64(rejected))
-		}
-		if msg != "" {
-			ps = protowire.AppendTag(ps, 2, protowire.BytesType)
-			ps = protowire.AppendString(ps, msg)
-		}
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendBytes(b, ps)
-	}
+	var b bytes.Buffer
+	writeOTLPProto(&b, rejected, msg)
 	w.Header().Set("Content-Type", "application/x-protobuf")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 	w.WriteHeader(http.StatusOK)
-	w.Write(b)
+	w.Write(b.Bytes())
 	return nil
+}
+
+// writeOTLPProto writes an ExportTraceServiceResponse in protobuf.
+func writeOTLPProto(b *bytes.Buffer, rejected int, msg string) {
+	if rejected == 0 && msg == "" {
+		return
+	}
+	var ps []byte
+	if rejected > 0 {
+		ps = protowire.AppendTag(ps, 1, protowire.VarintType)
+		ps = protowire.AppendVarint(ps, uint64(rejected))
+	}
+	if msg != "" {
+		ps = protowire.AppendTag(ps, 2, protowire.BytesType)
+		ps = protowire.AppendString(ps, msg)
+	}
+	var out []byte
+	out = protowire.AppendTag(out, 1, protowire.BytesType)
+	out = protowire.AppendBytes(out, ps)
+	b.Write(out)
 }

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	grpcgzip "google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -228,9 +229,11 @@ func TestOTLPTransports(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := f.srv.OTLPGRPC()
-		go g.Serve(ln)
-		defer g.Stop()
+		var protocols http.Protocols
+		protocols.SetUnencryptedHTTP2(true)
+		gs := &http.Server{Handler: f.srv.OTLPGRPC(), Protocols: &protocols}
+		go gs.Serve(ln)
+		defer gs.Close()
 		conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			t.Fatal(err)
@@ -254,12 +257,35 @@ func TestOTLPTransports(t *testing.T) {
 		if _, err := export(metadata.AppendToOutgoingContext(context.Background(), "x-lookout-dataset", "via-grpc-anon"), spans); status.Code(err) != codes.Unauthenticated {
 			t.Errorf("gRPC export without a key: %v, want Unauthenticated", err)
 		}
+		// Compressed with gzip, into its own dataset.
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(otlpProto("agent", spans), &req); err != nil {
+			t.Fatal(err)
+		}
+		gzCtx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+f.keys["alice"], "x-lookout-dataset", "via-grpc-gzip")
+		if resp, err := tc.Export(gzCtx, &req, grpc.UseCompressor(grpcgzip.Name)); err != nil || resp.GetPartialSuccess() != nil {
+			t.Fatalf("gRPC export with gzip: %v %v", resp, err)
+		}
+		// A span with a bad id among good ones: a partial success.
+		bad := agentSpans()
+		bad[0].id = "0102"
+		resp, err := export(metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+f.keys["alice"], "x-lookout-dataset", "via-grpc-partial"), bad)
+		if err != nil || resp.GetPartialSuccess().GetRejectedSpans() != 1 || !strings.Contains(resp.GetPartialSuccess().GetErrorMessage(), "span_id is 2 bytes") {
+			t.Errorf("gRPC partial success: %v %v", resp, err)
+		}
+		// Every span bad: InvalidArgument, nothing stored.
+		for i := range bad {
+			bad[i].id = "0102"
+		}
+		if _, err := export(metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+f.keys["alice"], "x-lookout-dataset", "via-grpc-bad"), bad); status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "no span could be taken") {
+			t.Errorf("gRPC export of only bad spans: %v", err)
+		}
 
 		want := storedOTel(t, f, "via-proto")
 		if other := storedOTel(t, f, "billing-agent"); other != strings.ReplaceAll(want, `"service.name":"agent"`, `"service.name":"billing-agent"`) {
 			t.Errorf("by service.name stored\n%s", other)
 		}
-		for _, ds := range []string{"via-json", "via-gzip", "via-gzip-json", "via-split", "via-grpc"} {
+		for _, ds := range []string{"via-json", "via-gzip", "via-gzip-json", "via-split", "via-grpc", "via-grpc-gzip"} {
 			if got := storedOTel(t, f, ds); got != want {
 				t.Errorf("%s stored\n%s\nvia protobuf\n%s", ds, got, want)
 			}

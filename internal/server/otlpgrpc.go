@@ -1,63 +1,81 @@
 package server
 
 import (
-	"context"
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/status"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lookout-dev/lookout/internal/formats/otlp"
 )
 
-// OTLPGRPC returns a gRPC server with the OTLP trace service
-// (opentelemetry.proto.collector.trace.v1.TraceService/Export), for
-// `lookout serve --otlp-grpc`. It takes spans as POST /v1/traces does: the
-// "authorization" metadata ("Bearer <API key>", or none in local mode from
-// this machine), the dataset from "x-lookout-dataset" metadata or
-// service.name, the same partial success; messages over the body limit are
-// refused by gRPC itself (ResourceExhausted).
-func (s *Server) OTLPGRPC() *grpc.Server {
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(int(min(s.maxBody, 1<<31-1))))
-	coltracepb.RegisterTraceServiceServer(g, &traceService{s: s})
-	return g
+// OTLP/gRPC, for `lookout serve --otlp-grpc`: the one unary call
+// opentelemetry.proto.collector.trace.v1.TraceService/Export, served by
+// net/http over unencrypted HTTP/2 and framed by hand (a gRPC message is a
+// compressed flag, a 4-byte length and the protobuf; the status goes in
+// trailers). The gRPC library would do the same at the price of about 50
+// more package initialisers, paid by every lookout command at start.
+//
+// Spans are taken as POST /v1/traces takes them: the "authorization" header
+// ("Bearer <API key>", or none in local mode from this machine), the dataset
+// from "x-lookout-dataset" or service.name, the same partial success.
+
+// exportPath is the method's HTTP/2 path.
+const exportPath = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+// gRPC status codes used here.
+const (
+	grpcOK               = 0
+	grpcInvalidArgument  = 3
+	grpcPermissionDenied = 7
+	grpcResourceExhaust  = 8
+	grpcAborted          = 10
+	grpcUnimplemented    = 12
+	grpcInternal         = 13
+	grpcUnavailable      = 14
+	grpcUnauthenticated  = 16
+)
+
+// OTLPGRPC is the handler of the OTLP/gRPC receiver: serve it over
+// unencrypted HTTP/2 (http.Protocols.SetUnencryptedHTTP2).
+func (s *Server) OTLPGRPC() http.Handler {
+	return http.HandlerFunc(s.grpcExport)
 }
 
-type traceService struct {
-	coltracepb.UnimplementedTraceServiceServer
-	s *Server
-}
-
-func (ts *traceService) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	// The API's authentication reads an HTTP request: give it one with the
-	// call's credentials and peer address.
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "/v1/traces", http.NoBody)
+func (s *Server) grpcExport(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != exportPath {
+		grpcStatus(w, grpcUnimplemented, "unknown method "+r.URL.Path+" (this port serves "+exportPath+")")
+		return
+	}
+	if r.Method != http.MethodPost || r.ProtoMajor != 2 || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+		http.Error(w, "OTLP/gRPC: send gRPC (HTTP/2 POST, application/grpc)", http.StatusUnsupportedMediaType)
+		return
+	}
+	msg, code, err := readGRPCMessage(r, s.maxBody)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		grpcStatus(w, code, err.Error())
+		return
 	}
-	if a := md.Get("authorization"); len(a) > 0 {
-		r.Header.Set("Authorization", a[0])
+	var req tracepb.TracesData // the wire form of ExportTraceServiceRequest
+	if err := proto.Unmarshal(msg, &req); err != nil {
+		grpcStatus(w, grpcInvalidArgument, "not an OTLP ExportTraceServiceRequest: "+err.Error())
+		return
 	}
-	if pr, ok := peer.FromContext(ctx); ok && pr.Addr != nil {
-		r.RemoteAddr = pr.Addr.String()
-	}
-	p, err := ts.s.authenticate(r)
+	p, err := s.authenticate(r)
 	if err == nil {
-		err = ts.s.requireUser(r, p)
+		err = s.requireUser(r, p)
 	}
 	if err != nil {
-		return nil, grpcError(err)
-	}
-	dataset := ""
-	if d := md.Get(strings.ToLower(datasetHeader)); len(d) > 0 {
-		dataset = strings.TrimSpace(d[0])
+		grpcStatus(w, grpcCode(err), toAPIError(err).Message)
+		return
 	}
 	spans, err := otlp.FromResourceSpans(req.GetResourceSpans())
 	var problems []string
@@ -67,34 +85,123 @@ func (ts *traceService) Export(ctx context.Context, req *coltracepb.ExportTraceS
 			problems = append(problems, pr.Error())
 		}
 	}
-	rejected, msg, err := ts.s.ingestSpans(ctx, p, dataset, spans, problems)
+	rejected, text, err := s.ingestSpans(r.Context(), p, strings.TrimSpace(r.Header.Get(datasetHeader)), spans, problems)
 	if err != nil {
-		return nil, grpcError(err)
+		if ae := toAPIError(err); ae.Status >= 500 {
+			s.log.ErrorContext(r.Context(), "OTLP/gRPC export failed", "err", err)
+		}
+		grpcStatus(w, grpcCode(err), toAPIError(err).Message)
+		return
 	}
-	resp := &coltracepb.ExportTraceServiceResponse{}
-	if rejected > 0 || msg != "" {
-		resp.PartialSuccess = &coltracepb.ExportTracePartialSuccess{RejectedSpans: int64(rejected), ErrorMessage: msg}
-	}
-	return resp, nil
+	resp := exportResponse(rejected, text)
+	h := w.Header()
+	h.Set("Content-Type", "application/grpc")
+	h.Set("Trailer", "Grpc-Status, Grpc-Message")
+	w.WriteHeader(http.StatusOK)
+	var frame [5]byte
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(resp)))
+	w.Write(frame[:])
+	w.Write(resp)
+	h.Set("Grpc-Status", "0")
+	h.Set("Grpc-Message", "")
 }
 
-// grpcError maps an API error to the gRPC status of the same meaning.
-func grpcError(err error) error {
-	ae := toAPIError(err)
-	c := codes.Internal
-	switch ae.Status {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusUnsupportedMediaType:
-		c = codes.InvalidArgument
-	case http.StatusUnauthorized:
-		c = codes.Unauthenticated
-	case http.StatusForbidden, http.StatusNotFound:
-		c = codes.PermissionDenied
-	case http.StatusConflict:
-		c = codes.Aborted
-	case http.StatusRequestEntityTooLarge:
-		c = codes.ResourceExhausted
-	case http.StatusServiceUnavailable:
-		c = codes.Unavailable
+// readGRPCMessage reads the one message of a unary call, inflating it when
+// the client compressed it with gzip.
+func readGRPCMessage(r *http.Request, limit int64) ([]byte, int, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+6))
+	if err != nil {
+		return nil, grpcInvalidArgument, fmt.Errorf("reading the request: %v", err)
 	}
-	return status.Error(c, ae.Message)
+	if len(body) < 5 {
+		return nil, grpcInvalidArgument, errors.New("the request holds no gRPC message")
+	}
+	n := binary.BigEndian.Uint32(body[1:5])
+	if int64(n) > limit {
+		return nil, grpcResourceExhaust, fmt.Errorf("a message of %d bytes, larger than the limit of %d (lookout serve --max-body)", n, limit)
+	}
+	if int64(len(body)-5) != int64(n) {
+		return nil, grpcInvalidArgument, fmt.Errorf("the request's message is %d bytes, its frame says %d (one message per call)", len(body)-5, n)
+	}
+	msg := body[5:]
+	switch body[0] {
+	case 0:
+		return msg, grpcOK, nil
+	case 1:
+		if enc := r.Header.Get("Grpc-Encoding"); enc != "gzip" {
+			return nil, grpcUnimplemented, fmt.Errorf("grpc-encoding %q is not supported (gzip or none)", enc)
+		}
+		out, err := gunzipGRPC(msg, limit)
+		if err != nil {
+			return nil, grpcInvalidArgument, err
+		}
+		return out, grpcOK, nil
+	}
+	return nil, grpcInvalidArgument, fmt.Errorf("unknown compressed flag %d", body[0])
+}
+
+func gunzipGRPC(b []byte, limit int64) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("the gzip message is not: %v", err)
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("the gzip message is broken: %v", err)
+	}
+	if int64(len(out)) > limit {
+		return nil, fmt.Errorf("the message inflates past the limit of %d bytes", limit)
+	}
+	return out, nil
+}
+
+// exportResponse is an ExportTraceServiceResponse: partial_success (1) with
+// rejected_spans (1) and error_message (2), absent when nothing was
+// rejected.
+func exportResponse(rejected int, msg string) []byte {
+	var b bytes.Buffer
+	writeOTLPProto(&b, rejected, msg)
+	return b.Bytes()
+}
+
+// grpcStatus ends a call with an error status (a trailers-only answer).
+func grpcStatus(w http.ResponseWriter, code int, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/grpc")
+	h.Set("Grpc-Status", strconv.Itoa(code))
+	h.Set("Grpc-Message", grpcEscape(msg))
+	w.WriteHeader(http.StatusOK)
+}
+
+// grpcEscape percent-encodes a status message as gRPC wants it.
+func grpcEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c <= 0x7e && c != '%' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// grpcCode maps an API error to the gRPC status of the same meaning.
+func grpcCode(err error) int {
+	switch toAPIError(err).Status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusUnsupportedMediaType:
+		return grpcInvalidArgument
+	case http.StatusUnauthorized:
+		return grpcUnauthenticated
+	case http.StatusForbidden, http.StatusNotFound:
+		return grpcPermissionDenied
+	case http.StatusConflict:
+		return grpcAborted
+	case http.StatusRequestEntityTooLarge:
+		return grpcResourceExhaust
+	case http.StatusServiceUnavailable:
+		return grpcUnavailable
+	}
+	return grpcInternal
 }
