@@ -104,7 +104,6 @@ func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request, p *principal
 // be taken is an error (400) and stores nothing.
 func (s *Server) ingestSpans(ctx context.Context, p *principal, dataset string, spans []otlp.Span, problems []string) (int, string, error) {
 	// Group by dataset, then by trace, in order of arrival.
-	// Group by dataset, then by trace, in order of arrival.
 	type groupKey struct{ dataset, trace string }
 	var datasets []string
 	groups := map[string][]store.SpanGroup{}
@@ -145,6 +144,8 @@ func (s *Server) ingestSpans(ctx context.Context, p *principal, dataset string, 
 			Message: fmt.Sprintf("no span could be taken, nothing stored: %s", strings.Join(first(problems, 5), "; ")),
 			Details: map[string]any{"errors": problems}}
 	}
+	// One transaction per dataset: should a later one fail, the client's
+	// retry sends the spans again, which replace those stored (by span id).
 	for _, name := range datasets {
 		d, err := s.datasetForPush(ctx, p, name)
 		if err != nil {
@@ -220,16 +221,31 @@ func first(xs []string, n int) []string {
 
 // gunzip inflates a gzip body, at most limit bytes of it.
 func gunzip(body []byte, limit int64) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(body))
-	if err != nil {
+	out, err := inflate(body, limit)
+	switch {
+	case errors.Is(err, errInflatesTooFar):
+		return nil, tooLargeError(limit)
+	case err != nil:
 		return nil, errorf(http.StatusBadRequest, codeBadRequest, "Content-Encoding is gzip but the body is not: %v", err)
+	}
+	return out, nil
+}
+
+// errInflatesTooFar is gzip that inflates past the limit.
+var errInflatesTooFar = errors.New("inflates past the limit")
+
+// inflate reads gzip data, at most limit bytes of it.
+func inflate(b []byte, limit int64) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
 	}
 	out, err := io.ReadAll(io.LimitReader(zr, limit+1))
 	if err != nil {
-		return nil, errorf(http.StatusBadRequest, codeBadRequest, "the gzip body is broken: %v", err)
+		return nil, err
 	}
 	if int64(len(out)) > limit {
-		return nil, tooLargeError(limit)
+		return nil, errInflatesTooFar
 	}
 	return out, nil
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -131,28 +130,16 @@ func readGRPCMessage(r *http.Request, limit int64) ([]byte, int, error) {
 		if enc := r.Header.Get("Grpc-Encoding"); enc != "gzip" {
 			return nil, grpcUnimplemented, fmt.Errorf("grpc-encoding %q is not supported (gzip or none)", enc)
 		}
-		out, err := gunzipGRPC(msg, limit)
+		out, err := inflate(msg, limit)
+		if errors.Is(err, errInflatesTooFar) {
+			return nil, grpcResourceExhaust, fmt.Errorf("the gzip message inflates past the limit of %d bytes (lookout serve --max-body)", limit)
+		}
 		if err != nil {
-			return nil, grpcInvalidArgument, err
+			return nil, grpcInvalidArgument, fmt.Errorf("the gzip message is broken: %v", err)
 		}
 		return out, grpcOK, nil
 	}
 	return nil, grpcInvalidArgument, fmt.Errorf("unknown compressed flag %d", body[0])
-}
-
-func gunzipGRPC(b []byte, limit int64) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("the gzip message is not: %v", err)
-	}
-	out, err := io.ReadAll(io.LimitReader(zr, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("the gzip message is broken: %v", err)
-	}
-	if int64(len(out)) > limit {
-		return nil, fmt.Errorf("the message inflates past the limit of %d bytes", limit)
-	}
-	return out, nil
 }
 
 // exportResponse is an ExportTraceServiceResponse: partial_success (1) with
