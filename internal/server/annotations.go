@@ -98,7 +98,7 @@ func (s *Server) createAnnotation(w http.ResponseWriter, r *http.Request, p *pri
 	if err != nil {
 		return err
 	}
-	s.live.changed(t.ID)
+	s.traceChanged(t.ID)
 	writeJSON(w, http.StatusCreated, toAnnotationJSON(created))
 	return nil
 }
@@ -143,7 +143,7 @@ func (s *Server) updateAnnotation(w http.ResponseWriter, r *http.Request, p *pri
 	if err != nil {
 		return err
 	}
-	s.live.changed(t.ID)
+	s.traceChanged(t.ID)
 	writeJSON(w, http.StatusOK, toAnnotationJSON(updated))
 	return nil
 }
@@ -160,7 +160,7 @@ func (s *Server) deleteAnnotation(w http.ResponseWriter, r *http.Request, p *pri
 	if err := s.st.DeleteAnnotation(r.Context(), a.ID); err != nil {
 		return err
 	}
-	s.live.changed(t.ID)
+	s.traceChanged(t.ID)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -221,7 +221,7 @@ func (s *Server) replaceAnnotations(w http.ResponseWriter, r *http.Request, p *p
 	if err := s.st.ReplaceAnnotations(r.Context(), t.ID, source, as); err != nil {
 		return err
 	}
-	s.live.changed(t.ID)
+	s.traceChanged(t.ID)
 	all, err := s.st.ListAnnotations(r.Context(), t.ID)
 	if err != nil {
 		return err

@@ -97,3 +97,12 @@ func (s *Server) liveTrace(w http.ResponseWriter, r *http.Request, p *principal)
 		flush()
 	}
 }
+
+// traceChanged is said after a write to traces: their listeners hear of it,
+// and reads begun before it are not shared with later requests.
+func (s *Server) traceChanged(ids ...string) {
+	for _, id := range ids {
+		s.reads.forget(id)
+	}
+	s.live.changed(ids...)
+}

@@ -156,7 +156,7 @@ func (s *Server) ingestSpans(ctx context.Context, p *principal, dataset string, 
 		if err != nil {
 			return 0, "", err
 		}
-		s.live.changed(ids...)
+		s.traceChanged(ids...)
 		for i, e := range errs {
 			if e != nil {
 				n := len(gs[i].Spans)

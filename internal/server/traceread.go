@@ -12,8 +12,9 @@ import (
 // for it at the same time: opening a long trace in the explorer asks for its
 // first events, the whole trace and its annotations at once, and each would
 // otherwise inflate and decode the same megabytes. Nothing is kept once the
-// read is done, so no answer is staler than a read started by the request
-// itself a moment earlier. Readers must not change the trace they get.
+// read is done, and a write through this server (forget) stops later
+// requests from joining a read that began before it, so a client reads its
+// own writes. Readers must not change the trace they get.
 type traceReads struct {
 	mu       sync.Mutex
 	inflight map[string]*traceRead
@@ -49,7 +50,9 @@ func (tr *traceReads) read(ctx context.Context, st store.Store, id string) (stor
 	tr.mu.Unlock()
 	c.t, c.err = st.Trace(ctx, id)
 	tr.mu.Lock()
-	delete(tr.inflight, id)
+	if tr.inflight[id] == c {
+		delete(tr.inflight, id)
+	}
 	tr.mu.Unlock()
 	close(c.done)
 	return c.t, c.err
@@ -63,4 +66,12 @@ func (tr *traceReads) waiting(id string) int {
 		return c.waiting
 	}
 	return -1
+}
+
+// forget makes the next readers of id start a read of their own: the trace
+// changed after the read in flight began.
+func (tr *traceReads) forget(id string) {
+	tr.mu.Lock()
+	delete(tr.inflight, id)
+	tr.mu.Unlock()
 }

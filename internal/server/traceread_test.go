@@ -86,3 +86,35 @@ func TestTraceReadsShared(t *testing.T) {
 		t.Errorf("the waiting reader failed with the first one's error: %v", err)
 	}
 }
+
+// TestTraceReadsForget: after a write (forget), a new reader does not join
+// the read that began before it, and that read's end does not end the new
+// one's sharing.
+func TestTraceReadsForget(t *testing.T) {
+	st := &slowTraces{release: make(chan struct{})}
+	var tr traceReads
+	first := make(chan error, 1)
+	go func() { _, err := tr.read(context.Background(), st, "t"); first <- err }()
+	for st.reads.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	tr.forget("t")
+	second := make(chan error, 1)
+	go func() { _, err := tr.read(context.Background(), st, "t"); second <- err }()
+	for deadline := time.Now().Add(5 * time.Second); st.reads.Load() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(st.release)
+			t.Fatal("the reader after the write joined the read that began before it")
+		}
+	}
+	close(st.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if n := st.reads.Load(); n != 2 {
+		t.Errorf("%d store reads, want 2: the reader after the write joined the read before it", n)
+	}
+}

@@ -209,7 +209,7 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, p *princip
 	if err := s.st.AppendEvents(r.Context(), st.ID, events); err != nil {
 		return err
 	}
-	s.live.changed(st.ID)
+	s.traceChanged(st.ID)
 	writeJSON(w, http.StatusOK, map[string]int{"appended": len(events)})
 	return nil
 }
