@@ -104,10 +104,12 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
 
   // A trace that grows while its agent runs (spans over OpenTelemetry,
   // appended events, new annotations) is fetched again when the server says
-  // it changed, at most every 300 ms.
+  // it changed, at most every 300 ms. The stream is open only while the tab
+  // is visible: browsers allow few connections per server over HTTP/1.1,
+  // and background tabs must not take them all.
   useEffect(() => {
     if (typeof EventSource === 'undefined') return;
-    const es = new EventSource(`/api/v1/traces/${encodeURIComponent(id)}/live`);
+    let es: EventSource | null = null;
     let timer = 0;
     let busy = false;
     const refresh = () => {
@@ -117,13 +119,29 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
         .catch((e) => setErr(e.message))
         .finally(() => (busy = false));
     };
-    es.addEventListener('changed', () => {
+    const later = () => {
       clearTimeout(timer);
       timer = window.setTimeout(refresh, 300);
-    });
+    };
+    const open = () => {
+      es = new EventSource(`/api/v1/traces/${encodeURIComponent(id)}/live`);
+      es.addEventListener('changed', later);
+    };
+    const onVisibility = () => {
+      if (document.hidden) {
+        es?.close();
+        es = null;
+      } else if (!es) {
+        open();
+        later(); // what changed while hidden
+      }
+    };
+    if (!document.hidden) open();
+    document.addEventListener('visibilitychange', onVisibility);
     return () => {
       clearTimeout(timer);
-      es.close();
+      es?.close();
+      document.removeEventListener('visibilitychange', onVisibility);
     };
   }, [id]);
 
