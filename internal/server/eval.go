@@ -18,7 +18,7 @@ import (
 
 // Evaluation (internal/eval):
 //
-//	GET    /api/v1/traces/{id}/scores                 ?criterion=&history=true → {"scores": [...]}
+//	GET    /api/v1/traces/{id}/scores                 ?criterion=&history=true → {"scores": [...], "dataset_id"}
 //	POST   /api/v1/traces/{id}/scores                 {"criterion", "value", "address"?, "comment"?, "source"?, "extra"?} → 201 the score
 //	DELETE /api/v1/traces/{id}/scores/{sid}           → 204 (the version before becomes current)
 //	GET    /api/v1/datasets/{id}/scores               ?criterion=&history=true → {"scores": [...]}
@@ -85,7 +85,8 @@ func (s *Server) listTraceScores(w http.ResponseWriter, r *http.Request, p *prin
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"scores": toScoresJSON(ss)})
+	// The dataset lets a client find its criteria and next ungraded trace.
+	writeJSON(w, http.StatusOK, map[string]any{"scores": toScoresJSON(ss), "dataset_id": t.DatasetID})
 	return nil
 }
 

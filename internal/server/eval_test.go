@@ -89,7 +89,7 @@ func TestEvalScenarios(t *testing.T) {
 			{name: "scores: without auth", kind: kNoAuth, method: "GET", path: "/api/v1/traces/{at}/scores", user: "", status: 404},
 			{name: "scores: another user's", kind: kPrivate, method: "GET", path: "/api/v1/traces/{at}/scores", user: "bob", status: 404},
 			{name: "scores: unknown trace", kind: kUnknown, method: "GET", path: "/api/v1/traces/{unknown}/scores", user: "alice", status: 404},
-			{name: "scores: public trace", method: "GET", path: "/api/v1/traces/{atpub}/scores", user: "", status: 200, want: []string{`^\{"scores":\[\]\}`}},
+			{name: "scores: public trace", method: "GET", path: "/api/v1/traces/{atpub}/scores", user: "", status: 200, want: []string{`^\{"dataset_id":"{apub}","scores":\[\]\}`}},
 
 			// POST /api/v1/traces/{id}/scores
 			{name: "score: create on a character range", kind: kSuccess, method: "POST", path: "/api/v1/traces/{at}/scores", user: "alice",
@@ -126,7 +126,7 @@ func TestEvalScenarios(t *testing.T) {
 			{name: "score: delete unknown", kind: kUnknown, method: "DELETE", path: "/api/v1/traces/{at}/scores/{unknown}", user: "alice", status: 404},
 			{name: "score: delete through another trace", method: "DELETE", path: "/api/v1/traces/{at2}/scores/{adel}", user: "alice", status: 404},
 			{name: "score: delete", kind: kSuccess, method: "DELETE", path: "/api/v1/traces/{at}/scores/{adel}", user: "alice", status: 204},
-			{name: "score: deleted is gone", method: "GET", path: "/api/v1/traces/{at}/scores?criterion=gone", user: "alice", status: 200, want: []string{`^\{"scores":\[\]\}`}},
+			{name: "score: deleted is gone", method: "GET", path: "/api/v1/traces/{at}/scores?criterion=gone", user: "alice", status: 200, want: []string{`^\{"dataset_id":"{ap}","scores":\[\]\}`}},
 
 			// GET /api/v1/datasets/{id}/scores
 			{name: "dataset scores: by criterion", kind: kSuccess, method: "GET", path: "/api/v1/datasets/{ap}/scores?criterion=solved&history=true", user: "alice", status: 200,

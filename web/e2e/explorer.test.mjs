@@ -381,6 +381,38 @@ describe('explorer', () => {
     assert.equal((await api(srv.base, 'GET', '/datasets?name=doomed')).datasets.length, 0);
   });
 
+  test('grade with the keyboard: 1 passes a trace, g opens the next ungraded one; step scores show in the tree', async () => {
+    const ds = (await api(srv.base, 'GET', '/datasets?name=airline')).datasets[0];
+    await api(srv.base, 'POST', `/datasets/${ds.id}/criteria`, { name: 'helpful', evaluator: 'human' });
+    const ids = (await api(srv.base, 'GET', `/datasets/${ds.id}/traces?limit=3`)).traces.map((t) => t.id);
+    await api(srv.base, 'POST', `/traces/${ids[1]}/scores`, { criterion: 'helpful', value: true, source: 'human' });
+    await page.goto(`${srv.base}/datasets/local/airline`);
+    await page.locator(`.trow[data-trace="${ids[0]}"]`).click();
+    await page.waitForURL(`**/traces/${ids[0]}`);
+    await page.locator('.scores .grade[data-criterion="helpful"]').waitFor();
+    await page.keyboard.press('1');
+    await page.locator('.scores .score[data-score="helpful"] .score-value.pass').waitFor();
+    const mine = (await api(srv.base, 'GET', `/traces/${ids[0]}/scores`)).scores.filter((s) => s.current && s.criterion === 'helpful');
+    assert.deepEqual(mine.map((s) => [s.value, s.source]), [[true, 'human']]);
+    await shot(page, 'grading');
+    // g skips the second trace, graded already.
+    await page.keyboard.press('g');
+    await page.waitForURL(`**/traces/${ids[2]}`);
+    await page.locator('.scores .grade[data-criterion="helpful"]').waitFor();
+    await page.keyboard.press('2');
+    await page.locator('.scores .score[data-score="helpful"] .score-value.fail').waitFor();
+    // A score on a step shows on its row of the tree.
+    const seeds = (await api(srv.base, 'GET', '/datasets?name=seeds')).datasets[0];
+    const mlId = (await api(srv.base, 'GET', `/datasets/${seeds.id}/traces?limit=1`)).traces[0].id;
+    const span = (await api(srv.base, 'GET', `/traces/${mlId}`)).spans[0].id;
+    await api(srv.base, 'POST', `/traces/${mlId}/scores`, { criterion: 'grounded', value: false, address: `spans.${span}`, source: 'rule' });
+    await page.goto(`${srv.base}/traces/${mlId}`);
+    await page.click('button.tab-tree');
+    const badge = page.locator(`.tree-row[data-span="${span}"] .step-score.fail`);
+    await badge.waitFor();
+    assert.match(await badge.textContent(), /grounded ✗/);
+  });
+
   test('a trace sent over OpenTelemetry grows on screen while its agent runs', async () => {
     const traceId = '7d1f0c0a9b8e4d3c2b1a09f8e7d6c5b4';
     const span = (id, name, start, attrs) => ({

@@ -164,8 +164,35 @@ export const api = {
   updateAnnotation: (traceId: string, aid: string, a: { content?: string; extra?: Record<string, unknown> }) =>
     request<Annotation>('PUT', `/traces/${enc(traceId)}/annotations/${enc(aid)}`, a),
   deleteAnnotation: (traceId: string, aid: string) => request<void>('DELETE', `/traces/${enc(traceId)}/annotations/${enc(aid)}`),
+  /** scores are a trace's current scores and the dataset it is in. */
+  scores: (traceId: string) => request<{ scores: Score[]; dataset_id?: string }>('GET', `/traces/${enc(traceId)}/scores`),
+  addScore: (traceId: string, sc: { criterion: string; value: unknown; address?: string; source?: string }) =>
+    request<Score>('POST', `/traces/${enc(traceId)}/scores`, sc),
+  datasetScores: async (datasetId: string, criterion: string) =>
+    (await request<{ scores: Score[] }>('GET', `/datasets/${enc(datasetId)}/scores?criterion=${enc(criterion)}`)).scores,
+  criteria: async (datasetId: string) => (await request<{ criteria: SavedCriterion[] }>('GET', `/datasets/${enc(datasetId)}/criteria`)).criteria,
   raw: request,
 };
+
+/** Score is one grade of a trace or of a place in it (internal/eval). */
+export interface Score {
+  id: string;
+  trace_id: string;
+  address: string;
+  criterion: string;
+  value: unknown;
+  comment?: string;
+  source: string;
+  author?: string;
+  current: boolean;
+}
+
+/** SavedCriterion is a dataset's criterion as saved. */
+export interface SavedCriterion {
+  id: string;
+  name: string;
+  definition: { name: string; evaluator: string; type?: string; choices?: string[]; target?: string };
+}
 
 /** cursorAfter is the list cursor that starts after trace index i (the
  * server's cursor is the base64url of "i<index>"; see internal/store). */

@@ -10,6 +10,8 @@ import type { Annotation, Me, Trace } from '../lib/types';
 import { copyText, fmtInt } from './common';
 import type { ListMemory } from './DatasetPage';
 import { EventCard } from './EventCard';
+import { ScoresPanel } from './ScoresPanel';
+import type { Score } from '../lib/api';
 import { SpanDetails, TimelineView, TreeView } from './TreeView';
 import { VirtualList, type VirtualHandle } from './VirtualList';
 
@@ -65,6 +67,7 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   const [selected, setSelected] = useState<string | null>(null);
   const [treeState, setTreeState] = useState<Expanded>(new Set());
   const [copied, setCopied] = useState('');
+  const [scores, setScores] = useState<Score[]>([]);
   const list = useRef<VirtualHandle | null>(null);
   const chatBox = useRef<HTMLDivElement>(null);
   const searchBox = useRef<HTMLInputElement>(null);
@@ -398,7 +401,13 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
     .map((a) => ({ a, ad: tryParseAddress(a.address) }))
     .sort((x, y) => (x.ad?.event ?? 1e9) - (y.ad?.event ?? 1e9) || x.a.created_at.localeCompare(y.a.created_at));
   const link = `${location.origin}/traces/${encodeURIComponent(id)}${hash ? '#' + hash : ''}`;
-  const treeProps = { tree, state: treeState, setState: setTreeState, selected, onSelect: setSelected };
+  // Step statuses for the tree: the current scores on each span.
+  const stepScores = new Map<string, Score[]>();
+  for (const sc of scores) {
+    const ad = sc.current && sc.address ? tryParseAddress(sc.address) : null;
+    if (ad && ad.root === 'spans') stepScores.set(ad.span, [...(stepScores.get(ad.span) ?? []), sc]);
+  }
+  const treeProps = { tree, state: treeState, setState: setTreeState, selected, onSelect: setSelected, scores: stepScores };
   return (
     <div class="trace">
       <div class="trace-head">
@@ -513,6 +522,12 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
             />
           )}
           {tab !== 'chat' && !selSpan && <p class="muted">Click a span to see its inputs, outputs, value and attributes.</p>}
+          <ScoresPanel
+            traceId={id}
+            listIds={mem && mem.ids.includes(id) ? mem.ids : null}
+            onOpen={(n) => navigate(`/traces/${encodeURIComponent(n)}${mem?.q ? '?q=' + encodeURIComponent(mem.q) : ''}`)}
+            onScores={setScores}
+          />
           {composer && (
             <div class="composer panel">
               <h4>

@@ -21,6 +21,7 @@ export interface TreeProps {
   setState: (s: Expanded) => void;
   selected: string | null;
   onSelect: (id: string) => void;
+  scores?: Map<string, { criterion: string; value: unknown }[]>; // current scores by span id
 }
 
 function Toolbar(props: TreeProps) {
@@ -80,6 +81,11 @@ export function TreeView(props: TreeProps) {
         )}
         {s.kind && <span class={`badge kind kind-${s.kind.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`}>{s.kind}</span>}
         <span class="tree-name ell">{s.name ?? s.id}</span>
+        {(props.scores?.get(s.id) ?? []).map((sc) => (
+          <span class={`badge step-score ${sc.value === false ? 'fail' : sc.value === true ? 'pass' : ''}`} title={`${sc.criterion}: ${JSON.stringify(sc.value)}`}>
+            {sc.criterion} {sc.value === true ? '✓' : sc.value === false ? '✗' : String(sc.value)}
+          </span>
+        ))}
         {n.children.length > 0 && <span class="muted small">{n.children.length}</span>}
         <span class="spacer" />
         {tok !== null && <span class="tok" title="tokens">{tok} tok</span>}
