@@ -411,6 +411,17 @@ describe('explorer', () => {
     const badge = page.locator(`.tree-row[data-span="${span}"] .step-score.fail`);
     await badge.waitFor();
     assert.match(await badge.textContent(), /grounded ✗/);
+    // An evaluation run: the list shows each trace's status.
+    const run = await api(srv.base, 'POST', `/datasets/${ds.id}/eval/runs`, { name: 'e2e', criteria: [{ name: 'solved', evaluator: 'code', expr: 'metadata.reward == 1' }] });
+    for (let i = 0; (await api(srv.base, 'GET', `/eval/runs/${run.id}`)).state === 'running'; i++) {
+      assert.ok(i < 600, 'the run ends');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await page.goto(`${srv.base}/datasets/local/airline`);
+    const status = page.locator(`.trow[data-trace="${ids[0]}"] .eval-status[data-eval="evaluated"]`);
+    await status.waitFor();
+    assert.match(await status.getAttribute('title'), /solved: evaluated/);
+    await shot(page, 'eval-status');
   });
 
   test('a trace sent over OpenTelemetry grows on screen while its agent runs', async () => {

@@ -71,6 +71,28 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   const [cols, setCols] = useState<string[]>([]);
   const [showCols, setShowCols] = useState(false);
   const [copied, setCopied] = useState('');
+  // Evaluation status per trace and criterion (evaluation runs); polled
+  // while a run is going on.
+  const [evalStatus, setEvalStatus] = useState<Record<string, Record<string, string>> | null>(null);
+  useEffect(() => {
+    if (!ds) return;
+    let timer = 0;
+    let stop = false;
+    const load = () =>
+      api.raw<{ traces: Record<string, Record<string, string>>; running?: string[] }>('GET', `/datasets/${encodeURIComponent(ds.id)}/eval/status`).then(
+        (r) => {
+          if (stop) return;
+          setEvalStatus(r.traces);
+          if (r.running?.length) timer = window.setTimeout(load, 2000);
+        },
+        () => setEvalStatus(null),
+      );
+    load();
+    return () => {
+      stop = true;
+      clearTimeout(timer);
+    };
+  }, [ds?.id]);
   const list = useRef<VirtualHandle | null>(null);
   const searchBox = useRef<HTMLInputElement>(null);
   const query = useMemo(() => parseQuery(active), [active]);
@@ -275,7 +297,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   if (err && !ds) return <p class="error">{err}</p>;
   if (!ds) return <p class="muted">Loading…</p>;
   const canWrite = props.me?.user?.name === ds.owner;
-  const grid = `70px minmax(120px,1fr) minmax(200px,2.5fr) 70px 60px 60px ${cols.map(() => 'minmax(80px,1fr)').join(' ')}`;
+  const grid = `70px minmax(120px,1fr) minmax(200px,2.5fr) 70px 60px 60px 70px ${cols.map(() => 'minmax(80px,1fr)').join(' ')}`;
   const row = (i: number): ComponentChildren => {
     const h = shown(i);
     if (!h) return <div class="trow placeholder" style={{ gridTemplateColumns: grid }}>…</div>;
@@ -308,6 +330,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
         <span class={`num ${d?.violations ? 'viol' : ''}`} title="violations">
           {d?.violations || ''}
         </span>
+        <EvalStatus status={evalStatus?.[t.id]} />
         {cols.map((c) => (
           <span class="ell">{scalar(t.metadata?.[c])}</span>
         ))}
@@ -421,6 +444,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
             <span class="num" title="violations">
               Viol.
             </span>
+            <span title="evaluation status (lookout eval, evaluation runs)">Eval</span>
             {cols.map((c) => (
               <span>{c}</span>
             ))}
@@ -441,5 +465,23 @@ export function DatasetPage(props: { owner: string; name: string; search: string
         </aside>
       </div>
     </div>
+  );
+}
+
+/** EvalStatus sums up a trace's evaluation: error, in progress, evaluated
+ * (with passes and fails when known), or nothing when not evaluated. */
+function EvalStatus(props: { status?: Record<string, string> }) {
+  const st = props.status;
+  if (!st) return <span class="eval-status" />;
+  const vals = Object.values(st);
+  const all = Object.entries(st)
+    .map(([c, v]) => `${c}: ${v.replace('_', ' ')}`)
+    .join('\n');
+  const kind = vals.includes('error') ? 'error' : vals.includes('in_progress') ? 'in_progress' : vals.every((v) => v === 'evaluated') ? 'evaluated' : 'not_evaluated';
+  const label = { error: '⚠ error', in_progress: '… running', evaluated: '● done', not_evaluated: '○' }[kind];
+  return (
+    <span class={`eval-status es-${kind}`} data-eval={kind} title={all}>
+      {label}
+    </span>
   );
 }
