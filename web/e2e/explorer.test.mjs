@@ -422,6 +422,25 @@ describe('explorer', () => {
     await status.waitFor();
     assert.match(await status.getAttribute('title'), /solved: evaluated/);
     await shot(page, 'eval-status');
+    // The Evaluation panel: the run's pass rate; a run started here; the two
+    // compared.
+    const all = (await api(srv.base, 'GET', `/datasets/${ds.id}/traces?limit=1000`)).traces;
+    const solved = all.filter((t) => t.metadata?.reward === 1).length;
+    const rate = page.locator(`.eval-panel .run[data-run="${run.id}"] .run-crit[data-criterion="solved"] .rate`);
+    assert.equal(await rate.textContent(), `${Math.round((solved / all.length) * 1000) / 10}%`);
+    await api(srv.base, 'DELETE', `/datasets/${ds.id}/criteria/${(await api(srv.base, 'GET', `/datasets/${ds.id}/criteria`)).criteria.find((c) => c.name === 'helpful').id}`);
+    await api(srv.base, 'POST', `/datasets/${ds.id}/criteria`, { name: 'solved', evaluator: 'code', expr: 'metadata.reward >= 0' });
+    await page.click('.eval-panel button.start-run');
+    await page.locator('.eval-panel .run[data-state="done"]').nth(1).waitFor({ timeout: 60000 });
+    const runs = (await api(srv.base, 'GET', `/datasets/${ds.id}/eval/runs`)).runs;
+    const fresh = runs.find((r) => r.id !== run.id);
+    await page.selectOption('select[aria-label="first run"]', run.id);
+    await page.selectOption('select[aria-label="second run"]', fresh.id);
+    await page.click('.eval-panel button:has-text("Compare")');
+    await page.locator('.eval-panel .changes').waitFor();
+    assert.match(await page.locator('.eval-panel .changes .muted').textContent(), new RegExp(`^${all.length - solved} changed verdicts`));
+    assert.match(await page.locator('.eval-panel .change').first().textContent(), /solved: fail → pass/);
+    await shot(page, 'eval-compare');
   });
 
   test('a trace sent over OpenTelemetry grows on screen while its agent runs', async () => {

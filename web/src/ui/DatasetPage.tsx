@@ -9,6 +9,7 @@ import { navigate } from '../lib/router';
 import { isEmpty, parseQuery, type SearchBackend } from '../lib/search';
 import type { Dataset, Me, Trace, TraceSummary } from '../lib/types';
 import { copyText, fmtTime, scalar, fmtInt } from './common';
+import { EvalPanel } from './EvalPanel';
 import { PolicyPanel } from './PolicyPanel';
 import { VirtualList, type VirtualHandle } from './VirtualList';
 
@@ -74,6 +75,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   // Evaluation status per trace and criterion (evaluation runs); polled
   // while a run is going on.
   const [evalStatus, setEvalStatus] = useState<Record<string, Record<string, string>> | null>(null);
+  const [statusTick, setStatusTick] = useState(0);
   useEffect(() => {
     if (!ds) return;
     let timer = 0;
@@ -92,7 +94,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
       stop = true;
       clearTimeout(timer);
     };
-  }, [ds?.id]);
+  }, [ds?.id, statusTick]);
   const list = useRef<VirtualHandle | null>(null);
   const searchBox = useRef<HTMLInputElement>(null);
   const query = useMemo(() => parseQuery(active), [active]);
@@ -462,6 +464,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
         </div>
         <aside class="dataset-side">
           <PolicyPanel datasetId={ds.id} canWrite={canWrite} onFlagged={(ids) => setFlagged(ids)} />
+          <EvalPanel datasetId={ds.id} canWrite={canWrite} onStatus={() => setStatusTick((x) => x + 1)} />
         </aside>
       </div>
     </div>

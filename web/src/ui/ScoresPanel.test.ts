@@ -19,3 +19,14 @@ describe('choicesOf', () => {
     expect(choicesOf({ name: 'stars', evaluator: 'human', type: 'number' })).toEqual([]);
   });
 });
+
+import { rateText } from './EvalPanel';
+
+describe('rateText', () => {
+  test('a pass rate in percent, a mean as a number, none as a dash', () => {
+    expect(rateText({ type: 'bool', rate: 0.42 })).toBe('42%');
+    expect(rateText({ type: 'bool', rate: 0.4567 })).toBe('45.7%');
+    expect(rateText({ type: 'number', rate: 3.14159 })).toBe('3.14');
+    expect(rateText({ type: 'bool', rate: null })).toBe('—');
+  });
+});
