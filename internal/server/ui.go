@@ -48,9 +48,9 @@ func (s *Server) uiRoutes() {
 // preloads lists the API answers a page will ask for first, so that the
 // browser fetches them alongside the script instead of after it has run:
 // the exact URLs the UI requests (web/src/lib/api.ts), or a preload is
-// wasted. A dataset is looked up only when the caller may read it; its
-// answers, cheap whatever the dataset's size, are rather embedded in the
-// page (boot), so that its first rows show with the first paint.
+// wasted. A dataset page's answers, cheap whatever the dataset's size, are
+// rather embedded in the page (boot), so that its first rows show with the
+// first paint; the API's own handlers answer them, access checks included.
 func (s *Server) preloads(r *http.Request) (preload, boot []string) {
 	if id := r.PathValue("id"); id != "" {
 		e := url.PathEscape(id)
@@ -68,19 +68,13 @@ func (s *Server) preloads(r *http.Request) (preload, boot []string) {
 	if s.st == nil {
 		return []string{lookup}, nil // the UI served alone
 	}
-	p, err := s.authenticate(r)
-	if err != nil {
-		return []string{lookup}, nil
+	boot = []string{lookup}
+	if u, err := s.st.UserByName(r.Context(), owner); err == nil {
+		if d, err := s.st.DatasetByName(r.Context(), u.ID, name); err == nil {
+			boot = append(boot, "/api/v1/datasets/"+url.PathEscape(d.ID)+"/traces?limit="+strconv.Itoa(firstTraces))
+		}
 	}
-	u, err := s.st.UserByName(r.Context(), owner)
-	if err != nil {
-		return []string{lookup}, nil
-	}
-	d, err := s.st.DatasetByName(r.Context(), u.ID, name)
-	if err != nil || !(d.Public || (!p.anonymous() && d.OwnerID == p.User.ID)) {
-		return []string{lookup}, nil
-	}
-	return nil, []string{lookup, "/api/v1/datasets/" + url.PathEscape(d.ID) + "/traces?limit=" + strconv.Itoa(firstTraces)}
+	return nil, boot
 }
 
 // bootData answers the GET requests urls as the API would for the caller of
