@@ -52,11 +52,10 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
 
 const enc = encodeURIComponent;
 
-// A trace requested before the page renders (main.tsx starts the fetch as
-// soon as the script runs), taken once by the trace page. The server also
-// names these URLs as preloads of the page (internal/server/ui.go), so they
-// must stay exactly as they are here.
-const prefetched = new Map<string, Promise<Trace>>();
+// A trace's first events, requested before the page renders (main.tsx
+// starts the fetch as soon as the script runs), taken once by the trace
+// page. The server names this URL as a preload of the page
+// (internal/server/ui.go), so it must stay exactly as it is here.
 const prefetchedHeads = new Map<string, Promise<EventsPage>>();
 
 /** FIRST_EVENTS events come first, so that a long trace shows its first
@@ -79,12 +78,6 @@ const headURL = (id: string) => `/traces/${enc(id)}/events?limit=${FIRST_EVENTS}
  * The whole trace waits for them to be on screen (TracePage). */
 export function prefetchTrace(id: string) {
   if (!prefetchedHeads.has(id)) prefetchedHeads.set(id, request<EventsPage>('GET', headURL(id)));
-}
-
-function takeTrace(id: string): Promise<Trace> {
-  const p = prefetched.get(id);
-  prefetched.delete(id);
-  return p ?? request<Trace>('GET', `/traces/${enc(id)}`);
 }
 
 function takeHead(id: string): Promise<EventsPage> {
@@ -152,8 +145,6 @@ export const api = {
       `/datasets/${enc(id)}/traces?limit=${limit}${cursor ? '&cursor=' + enc(cursor) : ''}`,
     ),
   trace: (id: string) => request<Trace>('GET', `/traces/${enc(id)}`),
-  /** openTrace is trace, using a prefetched answer when there is one. */
-  openTrace: (id: string) => takeTrace(id),
   /** openHead is the first FIRST_EVENTS events, prefetched when possible. */
   openHead: (id: string) => takeHead(id),
   events: (id: string, offset: number, limit: number) => request<EventsPage>('GET', `/traces/${enc(id)}/events?offset=${offset}&limit=${limit}`),

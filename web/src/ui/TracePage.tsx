@@ -84,7 +84,7 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   useEffect(() => {
     performance.mark('lookout:trace-fetch');
     const loadFull = () =>
-      api.openTrace(id).then(
+      api.trace(id).then(
         (t) => {
           performance.mark('lookout:trace-loaded');
           setTrace(t);
