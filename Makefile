@@ -24,7 +24,8 @@ FUZZ_TARGETS := \
 	./internal/policy:FuzzAnalyze \
 	./internal/policy/detectors:FuzzDetectors \
 	./internal/jsonscan:FuzzScanner \
-	./internal/eval:FuzzParseCriteria
+	./internal/eval:FuzzParseCriteria \
+	./internal/search:FuzzParse
 
 .PHONY: all build test lint fuzz bench tools clean
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
+	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 )
 
@@ -23,6 +24,7 @@ const (
 	codeTooLarge     = "body_too_large"     // 413
 	codeUnsupported  = "unsupported_media"  // 415
 	codeInvalid      = "invalid"            // 422: well-formed JSON that breaks a rule
+	codeInvalidQuery = "invalid_query"      // 400: a search query that does not parse
 	codeInternal     = "internal"           // 500
 	codeUnavailable  = "unavailable"        // 503: the request was cancelled or timed out
 )
@@ -91,9 +93,12 @@ func jsonError(body []byte, err error) *apiError {
 func toAPIError(err error) *apiError {
 	var ae *apiError
 	var tooLarge *http.MaxBytesError
+	var qe *search.Error
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &qe):
+		return queryError(qe)
 	case errors.As(err, &tooLarge):
 		return tooLargeError(tooLarge.Limit)
 	case errors.Is(err, store.ErrNotFound):

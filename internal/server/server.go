@@ -112,6 +112,10 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/datasets/{id}/traces", s.listTraces)
 	s.handle("GET /api/v1/datasets/{id}/export", s.export)
 
+	// Search (search.go).
+	s.handle("GET /api/v1/datasets/{id}/search", s.searchDataset)
+	s.handle("GET /api/v1/traces/{id}/hits", s.traceHits)
+
 	// Traces (traces.go).
 	s.handle("GET /api/v1/traces/{id}", s.getTrace)
 	s.handle("GET /api/v1/traces/{id}/download", s.downloadTrace)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -204,7 +205,50 @@ type Store interface {
 	Policies
 	Evals
 	SpanTraces
+	Search
 	Close() error
+}
+
+// ---- search (issue 6) ----
+
+// SearchOptions asks for one page of a search.
+type SearchOptions struct {
+	Page Page
+	// CountCap bounds the count of matching traces: past it the total is
+	// an estimate (0: DefaultCountCap).
+	CountCap int
+}
+
+// DefaultCountCap is the count of matches past which a total is estimated.
+const DefaultCountCap = 1000
+
+// SearchHit is a matching trace with where the query's texts occur in it
+// (addresses with code point ranges, "messages.3.content:12-17").
+type SearchHit struct {
+	TraceSummary
+	Hits []string
+}
+
+// SearchResult is a page of matching traces, in index order.
+type SearchResult struct {
+	Traces []SearchHit
+	Next   string // cursor of the next page; "" at the end
+	// Total counts the matching traces; when Estimate, there are at least
+	// Total and the count stopped there.
+	Total    int64
+	Estimate bool
+}
+
+// Search answers queries from the index each backend keeps beside the
+// traces, written in the same transactions as the traces.
+type Search interface {
+	// SearchTraces finds a dataset's traces that match q. A query naming a
+	// policy the dataset has not saved is a *search.Error.
+	SearchTraces(ctx context.Context, datasetID string, q *search.Query, opts SearchOptions) (SearchResult, error)
+	// Reindex rebuilds the whole index from the stored traces, reporting
+	// progress (traces done, of total) as it goes; returns the traces
+	// indexed.
+	Reindex(ctx context.Context, progress func(done, total int64)) (int64, error)
 }
 
 // ---- OpenTelemetry spans (issue 8) ----

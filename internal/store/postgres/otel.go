@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -69,8 +70,16 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 					return err
 				}
 				created++
-			} else if _, err := tx.Exec(ctx, `UPDATE traces SET name = $1, metadata = $2, hierarchy = $3, event_count = $4, encoding = $5, content = $6 WHERE id = $7`,
-				r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, tid); err != nil {
+			} else {
+				if _, err := tx.Exec(ctx, `UPDATE traces SET name = $1, metadata = $2, hierarchy = $3, event_count = $4, encoding = $5, content = $6 WHERE id = $7`,
+					r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, tid); err != nil {
+					return err
+				}
+				if err := deleteDoc(ctx, tx, tid); err != nil {
+					return err
+				}
+			}
+			if err := insertDocs(ctx, tx, []string{tid}, []*search.Doc{&r.Doc}); err != nil {
 				return err
 			}
 			if err := upsertSpans(ctx, tx, tid, b.Write); err != nil {

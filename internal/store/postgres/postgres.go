@@ -60,7 +60,12 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	s := &Store{pool: pool}
+	if err := s.ensureIndex(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: search index: %w", err)
+	}
+	return s, nil
 }
 
 // migrate brings the schema up to date with goose, holding PostgreSQL's

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -90,6 +91,14 @@ func (s *Store) AddTraces(ctx context.Context, ownerID, datasetID string, traces
 			return []any{uuidOf(r.ID), ds, owner, r.Index, r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, now, int16(r.Encoding), r.Content}, nil
 		}))
 		if err != nil {
+			return err
+		}
+		ids := make([]string, len(rows))
+		docs := make([]*search.Doc, len(rows))
+		for i := range rows {
+			ids[i], docs[i] = rows[i].ID, &rows[i].Doc
+		}
+		if err := insertDocs(ctx, tx, ids, docs); err != nil {
 			return err
 		}
 		if nAnn == 0 {
@@ -237,10 +246,14 @@ func (s *Store) AppendEvents(ctx context.Context, id string, events []trace.Even
 		if err != nil {
 			return err
 		}
+		first := len(t.Events)
 		t.Events = append(t.Events, events...)
 		content, newEnc := storeutil.EncodeContent(t)
-		_, err = tx.Exec(ctx, `UPDATE traces SET content = $1, encoding = $2, event_count = $3 WHERE id = $4`, content, int16(newEnc), len(t.Events), id)
-		return err
+		if _, err = tx.Exec(ctx, `UPDATE traces SET content = $1, encoding = $2, event_count = $3 WHERE id = $4`, content, int16(newEnc), len(t.Events), id); err != nil {
+			return err
+		}
+		d := search.IndexEvents(events, first)
+		return insertDocs(ctx, tx, []string{id}, []*search.Doc{&d})
 	})
 	if err != nil {
 		return fail(ctx, err, "append events to trace %s", id)

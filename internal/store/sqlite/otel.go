@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -67,8 +68,16 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 					return err
 				}
 				created++
-			} else if _, err := tx.ExecContext(ctx, `UPDATE traces SET name = ?, metadata = ?, hierarchy = ?, event_count = ?, encoding = ?, content = ? WHERE id = ?`,
-				r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, tid); err != nil {
+			} else {
+				if _, err := tx.ExecContext(ctx, `UPDATE traces SET name = ?, metadata = ?, hierarchy = ?, event_count = ?, encoding = ?, content = ? WHERE id = ?`,
+					r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, tid); err != nil {
+					return err
+				}
+				if err := deleteDoc(ctx, tx, tid); err != nil {
+					return err
+				}
+			}
+			if err := insertDocs(ctx, tx, []string{tid}, []*search.Doc{&r.Doc}); err != nil {
 				return err
 			}
 			if err := upsertSpans(ctx, tx, tid, b.Write); err != nil {

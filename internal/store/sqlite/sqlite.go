@@ -84,7 +84,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
-	return &Store{w: w, r: r}, nil
+	s := &Store{w: w, r: r}
+	if err := s.ensureIndex(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: %s: search index: %w", path, err)
+	}
+	return s, nil
 }
 
 // migrate brings the schema up to date with goose, on a connection of its own.

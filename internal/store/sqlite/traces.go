@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -92,7 +93,13 @@ func (s *Store) AddTraces(ctx context.Context, ownerID, datasetID string, traces
 				}
 			}
 		}
-		return nil
+		at = -1
+		ids := make([]string, len(rows))
+		docs := make([]*search.Doc, len(rows))
+		for i := range rows {
+			ids[i], docs[i] = rows[i].ID, &rows[i].Doc
+		}
+		return insertDocs(ctx, tx, ids, docs)
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -206,10 +213,14 @@ func (s *Store) AppendEvents(ctx context.Context, id string, events []trace.Even
 		if err != nil {
 			return err
 		}
+		first := len(t.Events)
 		t.Events = append(t.Events, events...)
 		content, enc = storeutil.EncodeContent(t)
-		_, err = tx.ExecContext(ctx, `UPDATE traces SET content = ?, encoding = ?, event_count = ? WHERE id = ?`, content, enc, len(t.Events), id)
-		return err
+		if _, err = tx.ExecContext(ctx, `UPDATE traces SET content = ?, encoding = ?, event_count = ? WHERE id = ?`, content, enc, len(t.Events), id); err != nil {
+			return err
+		}
+		d := search.IndexEvents(events, first)
+		return insertDocs(ctx, tx, []string{id}, []*search.Doc{&d})
 	})
 	if err != nil {
 		return fail(ctx, err, "append events to trace %s", id)

@@ -51,6 +51,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentAddTraces", testConcurrentAdds},
 		{"AddSpans", testAddSpans},
 		{"AddSpansChangedMeanwhile", testAddSpansChangedMeanwhile},
+		{"SearchConformance", testSearchConformance},
+		{"SearchConsistency", testSearchConsistency},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -112,6 +113,7 @@ type Row struct {
 	Content    []byte
 	Encoding   int
 	Anns       []store.Annotation // with ids and times set
+	Doc        search.Doc         // what the search index keeps of it
 }
 
 // PrepareTraces checks and encodes a batch of new traces (on several cores
@@ -151,7 +153,10 @@ func PrepareTraces(ts []store.NewTrace, now time.Time) ([]Row, error) {
 			anns[j].TraceID = rows[i].ID
 		}
 	}
-	encode := func(i int) { rows[i].Content, rows[i].Encoding = EncodeContent(ts[i].Trace) }
+	encode := func(i int) {
+		rows[i].Content, rows[i].Encoding = EncodeContent(ts[i].Trace)
+		rows[i].Doc = search.Index(ts[i].Trace)
+	}
 	workers := min(runtime.GOMAXPROCS(0), len(ts)/8)
 	if workers < 2 {
 		for i := range ts {

@@ -345,3 +345,12 @@ func ValidKey(s string) bool {
 	}
 	return true
 }
+
+// PolicyIDs maps saved policies' names to their ids.
+func PolicyIDs(ps []store.Policy) map[string]string {
+	m := make(map[string]string, len(ps))
+	for _, p := range ps {
+		m[p.Name] = p.ID
+	}
+	return m
+}

@@ -92,6 +92,9 @@ func ServerURL(tb testing.TB) string {
 				shared.base = shared.c.url
 			}
 		}
+		if shared.err == nil {
+			shared.err = sharedExtensions(shared.base)
+		}
 	}
 	if shared.err != nil {
 		tb.Fatalf("pgtest: PostgreSQL is needed and could not be started: %v\n"+
@@ -414,4 +417,19 @@ func (c *cluster) stop() error {
 	case <-time.After(30 * time.Second):
 		return errors.New("postgres did not exit after pg_ctl stop")
 	}
+}
+
+// sharedExtensions installs the extensions the migrations use in schema
+// public, once: a migration in a test's own schema would otherwise install
+// them there, and dropping that schema would take them from every test.
+func sharedExtensions(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
+	return err
 }

@@ -1,0 +1,214 @@
+package search
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// IndexVersion names the shape of what Index returns. A store whose index
+// was built with another version rebuilds it (lookout reindex).
+const IndexVersion = 1
+
+// Piece is one searchable string of a trace: Text is the string
+// lower-cased rune by rune (so code point offsets in it are offsets in the
+// original), at Address.
+type Piece struct {
+	Address string
+	Text    string
+}
+
+// MetaValue is one scalar of a trace's metadata: Key is its path (object
+// keys joined by "."; every element of an array sits at the array's key),
+// Text its lower-cased text (a string as is, other scalars as JSON), Num its
+// value when it is a number.
+type MetaValue struct {
+	Key   string
+	Text  string
+	Num   float64
+	IsNum bool
+}
+
+// Doc is what the index keeps of one trace.
+type Doc struct {
+	Pieces []Piece
+	Facets []string // "role:user", "tool:get_order", "kind:retrieval", lower-cased, each once
+	Meta   []MetaValue
+}
+
+// Lower lower-cases s rune by rune, keeping the number of code points.
+func Lower(s string) string {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 || 'A' <= c && c <= 'Z' {
+			return strings.ToLower(s)
+		}
+	}
+	return s
+}
+
+// Index extracts the searchable pieces, facets and metadata of a trace:
+// each event's content (each text part of a list), each tool call's name
+// and the strings in its arguments (the arguments themselves when they are
+// an unparsed string); each span's name and the strings in its attributes,
+// inputs, outputs and value.
+func Index(t *trace.Trace) Doc {
+	var b docBuilder
+	b.events(t.Events, 0)
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		b.facet("kind", s.Kind)
+		b.add(trace.SpanAddress(s.ID, "name"), s.Name)
+		walkStrings(s.Attributes, trace.SpanAddress(s.ID, "attributes"), b.add)
+		walkStrings(s.Inputs, trace.SpanAddress(s.ID, "inputs"), b.add)
+		walkStrings(s.Outputs, trace.SpanAddress(s.ID, "outputs"), b.add)
+		walkStrings(s.Value, trace.SpanAddress(s.ID, "value"), b.add)
+	}
+	b.d.Meta = Meta(t.Metadata)
+	return b.d
+}
+
+// IndexEvents is Index of events appended to a trace at index first: their
+// pieces and facets (a facet may repeat one the trace has).
+func IndexEvents(events []trace.Event, first int) Doc {
+	var b docBuilder
+	b.events(events, first)
+	return b.d
+}
+
+type docBuilder struct {
+	d    Doc
+	seen map[string]bool
+}
+
+func (b *docBuilder) facet(kind, v string) {
+	if v == "" {
+		return
+	}
+	f := kind + ":" + Lower(v)
+	if b.seen == nil {
+		b.seen = map[string]bool{}
+	}
+	if !b.seen[f] {
+		b.seen[f] = true
+		b.d.Facets = append(b.d.Facets, f)
+	}
+}
+
+func (b *docBuilder) add(a trace.Address, s string) {
+	if s != "" {
+		b.d.Pieces = append(b.d.Pieces, Piece{Address: a.String(), Text: Lower(s)})
+	}
+}
+
+func (b *docBuilder) events(events []trace.Event, first int) {
+	for k := range events {
+		e, i := &events[k], first+k
+		b.facet("role", e.Role)
+		switch e.Content.Kind {
+		case trace.ContentText:
+			b.add(trace.EventAddress(i, "content"), e.Content.Text)
+		case trace.ContentParts:
+			for k, p := range e.Content.Parts {
+				if p.Type == "text" {
+					b.add(trace.EventAddress(i, "content", strconv.Itoa(k), "text"), p.Text)
+				}
+			}
+		}
+		for j := range e.ToolCalls {
+			f := &e.ToolCalls[j].Function
+			b.facet("tool", f.Name)
+			b.add(trace.EventAddress(i, "tool_calls", strconv.Itoa(j), "function", "name"), f.Name)
+			walkStrings(f.Arguments, trace.EventAddress(i, "tool_calls", strconv.Itoa(j), "function", "arguments"), b.add)
+		}
+	}
+}
+
+// walkStrings calls add for every string in the JSON value raw, at its path
+// below base. A value that is not JSON (arguments kept raw) is one string.
+func walkStrings(raw json.RawMessage, base trace.Address, add func(trace.Address, string)) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		add(base, string(raw))
+		return
+	}
+	var walk func(v any, path []string)
+	walk = func(v any, path []string) {
+		switch v := v.(type) {
+		case string:
+			a := base
+			a.Path = append(append([]string(nil), base.Path...), path...)
+			add(a, v)
+		case []any:
+			for i, x := range v {
+				walk(x, append(path, strconv.Itoa(i)))
+			}
+		case map[string]any:
+			for _, k := range sortedKeys(v) {
+				walk(v[k], append(path, k))
+			}
+		}
+	}
+	walk(v, nil)
+}
+
+// Meta flattens a metadata object into its scalars.
+func Meta(raw json.RawMessage) []MetaValue {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if len(bytes.TrimSpace(raw)) == 0 || dec.Decode(&v) != nil {
+		return nil
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var out []MetaValue
+	var walk func(v any, key string)
+	walk = func(v any, key string) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, k := range sortedKeys(v) {
+				walk(v[k], key+"."+k)
+			}
+		case []any:
+			for _, x := range v {
+				if _, nested := x.([]any); !nested {
+					walk(x, key)
+				}
+			}
+		case string:
+			out = append(out, MetaValue{Key: key, Text: Lower(v)})
+		case json.Number:
+			n, err := strconv.ParseFloat(string(v), 64)
+			out = append(out, MetaValue{Key: key, Text: string(v), Num: n, IsNum: err == nil})
+		case bool:
+			out = append(out, MetaValue{Key: key, Text: strconv.FormatBool(v)})
+		case nil:
+			out = append(out, MetaValue{Key: key, Text: "null"})
+		}
+	}
+	for _, k := range sortedKeys(obj) {
+		walk(obj[k], k)
+	}
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sortStrings(ks)
+	return ks
+}

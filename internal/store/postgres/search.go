@@ -1,0 +1,330 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lookout-dev/lookout/internal/search"
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
+)
+
+// dialect is PostgreSQL's side of search.Dialect: pg_trgm answers LIKE
+// '%text%' from its GIN index (the text is lower-cased, so LIKE is the
+// substring test).
+type dialect struct{}
+
+func (dialect) Placeholder(n int) string { return "$" + strconv.Itoa(n) }
+func (dialect) IndexedTraces(word string) (string, any) {
+	return "SELECT p.trace_id FROM search_pieces p WHERE p.text LIKE ?", search.LikePattern(word)
+}
+func (dialect) Contains(column, ph string) string { return "strpos(" + column + ", " + ph + ") > 0" }
+func (dialect) ExtraMember(column, key string) string {
+	return "(" + column + "::jsonb ->> '" + key + "')"
+}
+
+var (
+	pieceCopyCols = []string{"trace_id", "address", "text"}
+	metaCopyCols  = []string{"trace_id", "key", "text", "num"}
+)
+
+// insertDocs writes the index rows of traces with COPY; facets with INSERT
+// ... ON CONFLICT, since appended events may repeat one.
+func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []*search.Doc) error {
+	var pieces, meta [][]any
+	var fTrace, fFacet []string
+	for i, d := range docs {
+		id := uuidOf(ids[i])
+		for _, p := range d.Pieces {
+			pieces = append(pieces, []any{id, p.Address, p.Text})
+		}
+		for _, m := range d.Meta {
+			var num any
+			if m.IsNum {
+				num = m.Num
+			}
+			meta = append(meta, []any{id, m.Key, m.Text, num})
+		}
+		for _, f := range d.Facets {
+			fTrace, fFacet = append(fTrace, ids[i]), append(fFacet, f)
+		}
+	}
+	if len(pieces) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"search_pieces"}, pieceCopyCols, pgx.CopyFromRows(pieces)); err != nil {
+			return err
+		}
+	}
+	if len(meta) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"search_meta"}, metaCopyCols, pgx.CopyFromRows(meta)); err != nil {
+			return err
+		}
+	}
+	if len(fFacet) > 0 {
+		if _, err := tx.Exec(ctx, `INSERT INTO search_facets (trace_id, facet) SELECT * FROM unnest($1::uuid[], $2::text[]) ON CONFLICT DO NOTHING`, fTrace, fFacet); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteDoc removes a trace's index rows.
+func deleteDoc(ctx context.Context, tx pgx.Tx, id string) error {
+	for _, table := range []string{"search_pieces", "search_facets", "search_meta"} {
+		if _, err := tx.Exec(ctx, "DELETE FROM "+table+" WHERE trace_id = $1", id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commonPieces is how many pieces holding a text make it common: the
+// search then tests traces one by one in index order, where the first page
+// comes soon, instead of collecting every trace that has the text.
+const commonPieces = 2000
+
+// SearchTraces answers a query from the index.
+func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Query, opts store.SearchOptions) (store.SearchResult, error) {
+	var res store.SearchResult
+	after, ok, err := storeutil.DecodeCursor(opts.Page.Cursor)
+	if err != nil {
+		return res, fmt.Errorf("postgres: search: %w", err)
+	}
+	if !ok {
+		after = -1
+	}
+	ds, err := s.Dataset(ctx, datasetID)
+	if err != nil {
+		return res, err
+	}
+	plan := search.Plan{Dataset: ds.Name, Scan: map[string]bool{}}
+	if names := q.Policies(); len(names) > 0 {
+		ps, err := s.ListPolicies(ctx, datasetID)
+		if err != nil {
+			return res, err
+		}
+		plan.PolicyIDs = storeutil.PolicyIDs(ps)
+	}
+	for _, w := range q.Texts() {
+		var n int
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM search_pieces WHERE text LIKE $1 LIMIT $2) x`,
+			search.LikePattern(w), commonPieces).Scan(&n); err != nil {
+			return res, fail(ctx, err, "search dataset %s", datasetID)
+		}
+		plan.Scan[w] = n >= commonPieces
+	}
+	cond, args, err := q.Compile(dialect{}, plan, 3)
+	if err != nil {
+		return res, err
+	}
+	limit := storeutil.Limit(opts.Page.Limit)
+	n := len(args) + 3
+	rows, err := s.pool.Query(ctx, `SELECT t.id, t.idx, t.name, t.metadata, t.event_count, t.created_at,
+			(SELECT count(*) FROM annotations a WHERE a.trace_id = t.id)
+		FROM traces t WHERE t.dataset_id = $1 AND t.idx > $2 AND `+cond+` ORDER BY t.idx LIMIT $`+strconv.Itoa(n),
+		append(append([]any{datasetID, after}, args...), limit+1)...)
+	if err != nil {
+		return res, fail(ctx, err, "search dataset %s", datasetID)
+	}
+	more := false
+	for rows.Next() {
+		if len(res.Traces) == limit {
+			more = true
+			break
+		}
+		var t store.SearchHit
+		var meta []byte
+		var events int32
+		if err := rows.Scan(&t.ID, &t.Index, &t.Name, &meta, &events, &t.CreatedAt, &t.AnnotationCount); err != nil {
+			rows.Close()
+			return res, fail(ctx, err, "search dataset %s", datasetID)
+		}
+		t.EventCount, t.CreatedAt = int(events), t.CreatedAt.UTC()
+		if meta != nil {
+			t.Metadata = meta
+		}
+		res.Traces = append(res.Traces, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return res, fail(ctx, err, "search dataset %s", datasetID)
+	}
+	if more {
+		res.Next = storeutil.EncodeCursor(res.Traces[len(res.Traces)-1].Index)
+	}
+	countCap := opts.CountCap
+	if countCap <= 0 {
+		countCap = store.DefaultCountCap
+	}
+	ccond, cargs, _ := q.Compile(dialect{}, plan, 2)
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM traces t WHERE t.dataset_id = $1 AND `+ccond+` LIMIT $`+strconv.Itoa(len(cargs)+2)+`) x`,
+		append(append([]any{datasetID}, cargs...), countCap+1)...).Scan(&res.Total); err != nil {
+		return res, fail(ctx, err, "count matches in dataset %s", datasetID)
+	}
+	if res.Total > int64(countCap) {
+		res.Total, res.Estimate = int64(countCap), true
+	}
+	if words := q.Words(); len(words) > 0 && len(res.Traces) > 0 {
+		if err := s.hits(ctx, res.Traces, words); err != nil {
+			return res, fail(ctx, err, "search dataset %s: hits", datasetID)
+		}
+	}
+	return res, nil
+}
+
+// hits reads the pieces of the page's traces and marks the words in them.
+func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) error {
+	at := make(map[string]int, len(ts))
+	ids := make([]string, len(ts))
+	for i := range ts {
+		at[ts[i].ID] = i
+		ids[i] = ts[i].ID
+	}
+	rows, err := s.pool.Query(ctx, `SELECT trace_id::text, address, text FROM search_pieces WHERE trace_id = ANY($1::uuid[]) ORDER BY id`, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	pieces := make([][]search.Piece, len(ts))
+	for rows.Next() {
+		var id string
+		var p search.Piece
+		if err := rows.Scan(&id, &p.Address, &p.Text); err != nil {
+			return err
+		}
+		i := at[id]
+		pieces[i] = append(pieces[i], p)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i := range ts {
+		ts[i].Hits = search.Hits(pieces[i], words)
+	}
+	return nil
+}
+
+// Reindex rebuilds the search index from the stored traces, a batch of
+// traces per transaction.
+func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (int64, error) {
+	var total int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM traces`).Scan(&total); err != nil {
+		return 0, fail(ctx, err, "reindex")
+	}
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `TRUNCATE search_pieces, search_facets, search_meta, search_state`)
+		return err
+	})
+	if err != nil {
+		return 0, fail(ctx, err, "reindex: clear")
+	}
+	var done int64
+	after := "00000000-0000-0000-0000-000000000000"
+	for {
+		ids, docs, err := s.readDocs(ctx, after, 500)
+		if err != nil {
+			return done, fail(ctx, err, "reindex")
+		}
+		if len(ids) == 0 {
+			break
+		}
+		if err := s.write(ctx, func(tx pgx.Tx) error {
+			// A trace written since the clear has indexed itself (start it
+			// over); one deleted since the read would fail its foreign key.
+			for _, table := range []string{"search_pieces", "search_facets", "search_meta"} {
+				if _, err := tx.Exec(ctx, "DELETE FROM "+table+" WHERE trace_id = ANY($1::uuid[])", ids); err != nil {
+					return err
+				}
+			}
+			rows, err := tx.Query(ctx, `SELECT id::text FROM traces WHERE id = ANY($1::uuid[])`, ids)
+			if err != nil {
+				return err
+			}
+			live := map[string]bool{}
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				live[id] = true
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			var li []string
+			var ld []*search.Doc
+			for i, id := range ids {
+				if live[id] {
+					li, ld = append(li, id), append(ld, docs[i])
+				}
+			}
+			return insertDocs(ctx, tx, li, ld)
+		}); err != nil {
+			return done, fail(ctx, err, "reindex")
+		}
+		done += int64(len(ids))
+		after = ids[len(ids)-1]
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO search_state (version) VALUES ($1)`, search.IndexVersion); err != nil {
+		return done, fail(ctx, err, "reindex")
+	}
+	return done, nil
+}
+
+// readDocs decodes up to n traces with ids after after, in id order, and
+// extracts their index documents.
+func (s *Store) readDocs(ctx context.Context, after string, n int) ([]string, []*search.Doc, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id::text, metadata, encoding, content FROM traces WHERE id > $1 ORDER BY id LIMIT $2`, after, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	var docs []*search.Doc
+	for rows.Next() {
+		var id string
+		var meta, content []byte
+		var enc int16
+		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
+			return nil, nil, err
+		}
+		t, err := storeutil.DecodeContent(content, int(enc), meta)
+		if err != nil {
+			return nil, nil, fmt.Errorf("trace %s: %w", id, err)
+		}
+		d := search.Index(t)
+		ids, docs = append(ids, id), append(docs, &d)
+	}
+	return ids, docs, rows.Err()
+}
+
+// ensureIndex rebuilds the index when it was built by another version of
+// search.Index, or never (a database from before the index existed).
+func (s *Store) ensureIndex(ctx context.Context) error {
+	var v int
+	err := s.pool.QueryRow(ctx, `SELECT version FROM search_state`).Scan(&v)
+	if err == nil && v == search.IndexVersion {
+		return nil
+	}
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	var any bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM traces)`).Scan(&any); err != nil {
+		return err
+	}
+	if any {
+		slog.Info("postgres: building the search index", "was", strconv.Itoa(v), "now", search.IndexVersion)
+	}
+	_, err = s.Reindex(ctx, nil)
+	return err
+}

@@ -1,0 +1,362 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/lookout-dev/lookout/internal/search"
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
+)
+
+// dialect is SQLite's side of search.Dialect: FTS5 trigram lookups by GLOB
+// (the text is lower-cased, so the case-sensitive GLOB is the substring
+// test and can use the index).
+type dialect struct{}
+
+func (dialect) Placeholder(int) string { return "?" }
+func (dialect) IndexedTraces(word string) (string, any) {
+	return "SELECT p.trace_id FROM search_fts f JOIN search_pieces p ON p.id = f.rowid WHERE f.text GLOB ?", globPattern(word)
+}
+func (dialect) Contains(column, ph string) string { return "instr(" + column + ", " + ph + ") > 0" }
+func (dialect) ExtraMember(column, key string) string {
+	return "json_extract(" + column + ", '$." + key + "')"
+}
+
+// globPattern matches s anywhere, with GLOB's special characters escaped.
+func globPattern(s string) string {
+	r := strings.NewReplacer(`*`, `[*]`, `?`, `[?]`, `[`, `[[]`)
+	return "*" + r.Replace(s) + "*"
+}
+
+// insertDocs writes the index rows of traces, many rows per statement.
+func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []*search.Doc) error {
+	pieces := batcher{tx: tx, head: "INSERT INTO search_pieces (trace_id, address, text) VALUES ", cols: 3}
+	facets := batcher{tx: tx, head: "INSERT OR IGNORE INTO search_facets (trace_id, facet) VALUES ", cols: 2}
+	meta := batcher{tx: tx, head: "INSERT INTO search_meta (trace_id, key, text, num) VALUES ", cols: 4}
+	defer pieces.close()
+	defer facets.close()
+	defer meta.close()
+	for i, d := range docs {
+		id := ids[i]
+		for _, p := range d.Pieces {
+			if err := pieces.add(ctx, id, p.Address, p.Text); err != nil {
+				return err
+			}
+		}
+		for _, f := range d.Facets {
+			if err := facets.add(ctx, id, f); err != nil {
+				return err
+			}
+		}
+		for _, m := range d.Meta {
+			var num any
+			if m.IsNum {
+				num = m.Num
+			}
+			if err := meta.add(ctx, id, m.Key, m.Text, num); err != nil {
+				return err
+			}
+		}
+	}
+	return errors.Join(pieces.flush(ctx), facets.flush(ctx), meta.flush(ctx))
+}
+
+// deleteDoc removes a trace's index rows.
+func deleteDoc(ctx context.Context, tx *sql.Tx, id string) error {
+	for _, table := range []string{"search_pieces", "search_facets", "search_meta"} {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE trace_id = ?", id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// batchRows is how many rows one INSERT of a batcher carries.
+const batchRows = 128
+
+// batcher collects rows and inserts them batchRows at a time with one
+// prepared statement, the rest in a last statement of their own.
+type batcher struct {
+	tx   *sql.Tx
+	head string
+	cols int
+	args []any
+	full *sql.Stmt
+}
+
+func (b *batcher) values(n int) string {
+	row := "(" + strings.Repeat("?, ", b.cols-1) + "?)"
+	return b.head + strings.Repeat(row+", ", n-1) + row
+}
+
+func (b *batcher) add(ctx context.Context, args ...any) error {
+	b.args = append(b.args, args...)
+	if len(b.args) < batchRows*b.cols {
+		return nil
+	}
+	if b.full == nil {
+		st, err := b.tx.PrepareContext(ctx, b.values(batchRows))
+		if err != nil {
+			return err
+		}
+		b.full = st
+	}
+	_, err := b.full.ExecContext(ctx, b.args...)
+	b.args = b.args[:0]
+	return err
+}
+
+func (b *batcher) flush(ctx context.Context) error {
+	if len(b.args) == 0 {
+		return nil
+	}
+	_, err := b.tx.ExecContext(ctx, b.values(len(b.args)/b.cols), b.args...)
+	b.args = b.args[:0]
+	return err
+}
+
+func (b *batcher) close() {
+	if b.full != nil {
+		b.full.Close()
+	}
+}
+
+// commonPieces is how many pieces holding a text make it common: the
+// search then tests traces one by one in index order, where the first page
+// comes soon, instead of collecting every trace that has the text.
+const commonPieces = 2000
+
+// SearchTraces answers a query from the index.
+func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Query, opts store.SearchOptions) (store.SearchResult, error) {
+	var res store.SearchResult
+	after, ok, err := storeutil.DecodeCursor(opts.Page.Cursor)
+	if err != nil {
+		return res, fmt.Errorf("sqlite: search: %w", err)
+	}
+	if !ok {
+		after = -1
+	}
+	ds, err := s.Dataset(ctx, datasetID)
+	if err != nil {
+		return res, err
+	}
+	plan := search.Plan{Dataset: ds.Name, Scan: map[string]bool{}}
+	if names := q.Policies(); len(names) > 0 {
+		ps, err := s.ListPolicies(ctx, datasetID)
+		if err != nil {
+			return res, err
+		}
+		plan.PolicyIDs = storeutil.PolicyIDs(ps)
+	}
+	for _, w := range q.Texts() {
+		var n int
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM search_fts WHERE text GLOB ? LIMIT ?)`, globPattern(w), commonPieces).Scan(&n); err != nil {
+			return res, fail(ctx, err, "search dataset %s", datasetID)
+		}
+		plan.Scan[w] = n >= commonPieces
+	}
+	cond, args, err := q.Compile(dialect{}, plan, 1)
+	if err != nil {
+		return res, err
+	}
+	limit := storeutil.Limit(opts.Page.Limit)
+	rows, err := s.r.QueryContext(ctx, `SELECT t.id, t.idx, t.name, t.metadata, t.event_count, t.created_at,
+			(SELECT count(*) FROM annotations a WHERE a.trace_id = t.id)
+		FROM traces t WHERE t.dataset_id = ? AND t.idx > ? AND `+cond+` ORDER BY t.idx LIMIT ?`,
+		append(append([]any{datasetID, after}, args...), limit+1)...)
+	if err != nil {
+		return res, fail(ctx, err, "search dataset %s", datasetID)
+	}
+	defer rows.Close()
+	more := false
+	for rows.Next() {
+		if len(res.Traces) == limit {
+			more = true
+			break
+		}
+		var t store.SearchHit
+		var meta []byte
+		var created int64
+		if err := rows.Scan(&t.ID, &t.Index, &t.Name, &meta, &t.EventCount, &created, &t.AnnotationCount); err != nil {
+			return res, fail(ctx, err, "search dataset %s", datasetID)
+		}
+		if meta != nil {
+			t.Metadata = meta
+		}
+		t.CreatedAt = storeutil.FromMicros(created)
+		res.Traces = append(res.Traces, t)
+	}
+	if err := rows.Err(); err != nil {
+		return res, fail(ctx, err, "search dataset %s", datasetID)
+	}
+	rows.Close()
+	if more {
+		res.Next = storeutil.EncodeCursor(res.Traces[len(res.Traces)-1].Index)
+	}
+	countCap := opts.CountCap
+	if countCap <= 0 {
+		countCap = store.DefaultCountCap
+	}
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM traces t WHERE t.dataset_id = ? AND `+cond+` LIMIT ?)`,
+		append(append([]any{datasetID}, args...), countCap+1)...).Scan(&res.Total); err != nil {
+		return res, fail(ctx, err, "count matches in dataset %s", datasetID)
+	}
+	if res.Total > int64(countCap) {
+		res.Total, res.Estimate = int64(countCap), true
+	}
+	if words := q.Words(); len(words) > 0 && len(res.Traces) > 0 {
+		if err := s.hits(ctx, res.Traces, words); err != nil {
+			return res, fail(ctx, err, "search dataset %s: hits", datasetID)
+		}
+	}
+	return res, nil
+}
+
+// hits reads the pieces of the page's traces and marks the words in them.
+func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) error {
+	at := make(map[string]int, len(ts))
+	args := make([]any, len(ts))
+	for i := range ts {
+		at[ts[i].ID] = i
+		args[i] = ts[i].ID
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT trace_id, address, text FROM search_pieces WHERE trace_id IN (?`+
+		strings.Repeat(", ?", len(ts)-1)+`) ORDER BY id`, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	pieces := make([][]search.Piece, len(ts))
+	for rows.Next() {
+		var id string
+		var p search.Piece
+		if err := rows.Scan(&id, &p.Address, &p.Text); err != nil {
+			return err
+		}
+		i := at[id]
+		pieces[i] = append(pieces[i], p)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i := range ts {
+		ts[i].Hits = search.Hits(pieces[i], words)
+	}
+	return nil
+}
+
+// Reindex rebuilds the search index from the stored traces, a batch of
+// traces per transaction.
+func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (int64, error) {
+	var total int64
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM traces`).Scan(&total); err != nil {
+		return 0, fail(ctx, err, "reindex")
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		for _, q := range []string{`DELETE FROM search_pieces`, `DELETE FROM search_facets`, `DELETE FROM search_meta`,
+			`INSERT INTO search_fts (search_fts) VALUES ('delete-all')`, `DELETE FROM search_state`} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fail(ctx, err, "reindex: clear")
+	}
+	var done int64
+	after := ""
+	for {
+		ids, docs, err := s.readDocs(ctx, after, 500)
+		if err != nil {
+			return done, fail(ctx, err, "reindex")
+		}
+		if len(ids) == 0 {
+			break
+		}
+		if err := s.write(ctx, func(tx *sql.Tx) error {
+			// A trace written since the clear has indexed itself (start it
+			// over); one deleted since the read would fail its foreign key.
+			live := ids[:0:0]
+			var ld []*search.Doc
+			for i, id := range ids {
+				if err := deleteDoc(ctx, tx, id); err != nil {
+					return err
+				}
+				var one int
+				if err := tx.QueryRowContext(ctx, `SELECT 1 FROM traces WHERE id = ?`, id).Scan(&one); err == nil {
+					live, ld = append(live, id), append(ld, docs[i])
+				} else if !errors.Is(err, sql.ErrNoRows) {
+					return err
+				}
+			}
+			return insertDocs(ctx, tx, live, ld)
+		}); err != nil {
+			return done, fail(ctx, err, "reindex")
+		}
+		done += int64(len(ids))
+		after = ids[len(ids)-1]
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO search_state (version) VALUES (?)`, search.IndexVersion); err != nil {
+		return done, fail(ctx, err, "reindex")
+	}
+	return done, nil
+}
+
+// readDocs decodes up to n traces with ids after after, in id order, and
+// extracts their index documents.
+func (s *Store) readDocs(ctx context.Context, after string, n int) ([]string, []*search.Doc, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, metadata, encoding, content FROM traces WHERE id > ? ORDER BY id LIMIT ?`, after, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	var docs []*search.Doc
+	for rows.Next() {
+		var id string
+		var meta, content []byte
+		var enc int
+		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
+			return nil, nil, err
+		}
+		t, err := storeutil.DecodeContent(content, enc, meta)
+		if err != nil {
+			return nil, nil, fmt.Errorf("trace %s: %w", id, err)
+		}
+		d := search.Index(t)
+		ids, docs = append(ids, id), append(docs, &d)
+	}
+	return ids, docs, rows.Err()
+}
+
+// ensureIndex rebuilds the index when it was built by another version of
+// search.Index, or never (a database from before the index existed).
+func (s *Store) ensureIndex(ctx context.Context) error {
+	var v int
+	err := s.r.QueryRowContext(ctx, `SELECT version FROM search_state`).Scan(&v)
+	if err == nil && v == search.IndexVersion {
+		return nil
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	var any bool
+	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM traces)`).Scan(&any); err != nil {
+		return err
+	}
+	if any {
+		slog.Info("sqlite: building the search index", "was", strconv.Itoa(v), "now", search.IndexVersion)
+	}
+	_, err = s.Reindex(ctx, nil)
+	return err
+}

@@ -1,0 +1,575 @@
+package storetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/lookout-dev/lookout/internal/search"
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// SearchQueries are the conformance queries over the corpus dataset the
+// search suite builds (see corpusSearchDataset): texts common and rare,
+// filters of every kind, negation, OR and groups.
+var SearchQueries = []string{
+	// texts
+	`reservation`,
+	`RESERVATION`,
+	`baggage`,
+	`"cancel my reservation"`,
+	`refund`,
+	`weather`,
+	`marshmallow`,
+	`ab`,
+	`x`,
+	`"I'm sorry"`,
+	`get_user`,
+	`user_id`,
+	`Nobel`,
+	`mars`,
+	`é`,
+	`zzzz-not-there`,
+	`reservation baggage`,
+	`reservation -baggage`,
+	`refund OR baggage`,
+	`(refund OR baggage) -cancel`,
+	`-reservation`,
+	`"http://"`,
+	// filters
+	`role:user`,
+	`role:user2`,
+	`-role:system`,
+	`tool:cancel_reservation`,
+	`tool:CANCEL_RESERVATION`,
+	`tool:book_reservation OR tool:update_reservation_flights`,
+	`tool:think -tool:calculate`,
+	`kind:LLM`,
+	`kind:tool OR kind:agent`,
+	`kind:retrieval`,
+	`is:annotated`,
+	`not:annotated`,
+	`has:violation`,
+	`has:violation:"no refunds"`,
+	`policy:"other rule"`,
+	`-has:violation`,
+	`meta:reward=1`,
+	`meta:reward=1.0`,
+	`meta:reward!=1`,
+	`meta:reward>0.5`,
+	`meta:reward<=0`,
+	`meta:info.user_cost>0.1`,
+	`meta:info.user_cost<0.05`,
+	`meta:success=true`,
+	`meta:task_id=10`,
+	`meta:info.task.user_id%mia`,
+	`meta:nosuchkey=1`,
+	`meta:nosuchkey!=1`,
+	`events>20`,
+	`events<=3`,
+	`events=1`,
+	`dataset:corpus`,
+	`dataset:other`,
+	// combinations
+	`tool:cancel_reservation meta:reward=1 refund`,
+	`role:tool reservation events<15`,
+	`(tool:get_weather OR weather) -role:system`,
+	`is:annotated has:violation`,
+	`has:violation:"no refunds" OR is:annotated`,
+	`meta:reward>0.5 -tool:transfer_to_human_agents`,
+	`kind:llm gpt`,
+}
+
+func testSearchConformance(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	d, ids := corpusSearchDataset(e)
+	brute := e.bruteForce(d, ids)
+	nontrivial := 0
+	for _, src := range SearchQueries {
+		q, err := search.Parse(src)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", src, err)
+		}
+		want := brute.run(q)
+		got := e.searchAll(d.ID, q, 37)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("query %q:\n got %s\nwant %s", src, describe(got), describe(want))
+			continue
+		}
+		if n := len(want); n > 0 && n < len(ids) {
+			nontrivial++
+		}
+		// The total: exact up to the cap, an estimate past it.
+		for _, cap := range []int{0, 40} {
+			res, err := e.st.SearchTraces(e.ctx, d.ID, q, store.SearchOptions{Page: store.Page{Limit: 5}, CountCap: cap})
+			if err != nil {
+				t.Fatalf("search %q: %v", src, err)
+			}
+			c := cap
+			if c == 0 {
+				c = store.DefaultCountCap
+			}
+			if len(want) > c {
+				if !res.Estimate || res.Total != int64(c) {
+					t.Errorf("query %q, cap %d: total %d estimate %v; want the estimate %d", src, cap, res.Total, res.Estimate, c)
+				}
+			} else if res.Estimate || res.Total != int64(len(want)) {
+				t.Errorf("query %q, cap %d: total %d estimate %v; want exactly %d", src, cap, res.Total, res.Estimate, len(want))
+			}
+		}
+	}
+	// Most queries must split the corpus, or the suite proves little.
+	if nontrivial < len(SearchQueries)*3/4 {
+		t.Errorf("only %d of %d queries match some but not all traces", nontrivial, len(SearchQueries))
+	}
+	// A policy name the dataset has not saved is an error at its place.
+	q, _ := search.Parse(`refund has:violation:"nope"`)
+	_, err := e.st.SearchTraces(e.ctx, d.ID, q, store.SearchOptions{})
+	var se *search.Error
+	if !errors.As(err, &se) || se.Pos != 7 {
+		t.Errorf("unknown policy: got %v, want a *search.Error at 7", err)
+	}
+	_, err = e.st.SearchTraces(e.ctx, "00000000-0000-4000-8000-000000000000", q, store.SearchOptions{})
+	wantErr(t, "search of a missing dataset", err, store.ErrNotFound)
+}
+
+// corpusSearchDataset stores every corpus trace in dataset "corpus", with
+// user annotations on every 7th trace and analyzer results of two saved
+// policies on every 5th and every 11th.
+func corpusSearchDataset(e *env) (store.Dataset, []string) {
+	alice := e.user("alice")
+	d := e.dataset(alice, "corpus", false)
+	var nts []store.NewTrace
+	for _, f := range Corpus(e.t) {
+		for _, tr := range f.Traces {
+			c := *tr
+			c.Index, c.Annotations = nil, nil
+			nts = append(nts, store.NewTrace{Trace: &c})
+		}
+	}
+	ids := e.add(alice.ID, d.ID, nts...)
+	p1, err := e.st.SavePolicy(e.ctx, store.Policy{DatasetID: d.ID, Name: "no refunds", Source: `raise "r" if: (m: Message)`})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	p2, err := e.st.SavePolicy(e.ctx, store.Policy{DatasetID: d.ID, Name: "other rule", Source: `raise "o" if: (m: Message)`})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i, id := range ids {
+		if i%7 == 0 {
+			e.annotate(id, "user", "")
+		}
+		if i%5 == 0 {
+			e.annotate(id, "analyzer", p1.ID)
+		}
+		if i%11 == 0 {
+			e.annotate(id, "analyzer", p2.ID)
+		}
+	}
+	return d, ids
+}
+
+func (e *env) annotate(traceID, source, policyID string) {
+	e.t.Helper()
+	a := store.Annotation{TraceID: traceID, Address: "messages.0", Content: "note", Source: source}
+	if policyID != "" {
+		a.Extra = json.RawMessage(`{"policy_id":"` + policyID + `"}`)
+	}
+	if _, err := e.st.CreateAnnotation(e.ctx, a); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// found is one matching trace as the tests compare it.
+type found struct {
+	Index int64
+	ID    string
+	Hits  []string // sorted
+}
+
+func describe(fs []found) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d traces:", len(fs))
+	for i, f := range fs {
+		if i == 8 {
+			b.WriteString(" ...")
+			break
+		}
+		hits := f.Hits
+		if len(hits) > 4 {
+			hits = append(hits[:4:4], fmt.Sprintf("... %d in all", len(f.Hits)))
+		}
+		fmt.Fprintf(&b, " %d%v", f.Index, hits)
+	}
+	return b.String()
+}
+
+// searchAll walks every page of a search.
+func (e *env) searchAll(datasetID string, q *search.Query, limit int) []found {
+	e.t.Helper()
+	out := []found{}
+	cursor := ""
+	for range 100000 {
+		res, err := e.st.SearchTraces(e.ctx, datasetID, q, store.SearchOptions{Page: store.Page{Cursor: cursor, Limit: limit}})
+		if err != nil {
+			e.t.Fatalf("search %q: %v", q.Source, err)
+		}
+		for _, h := range res.Traces {
+			hits := append([]string{}, h.Hits...)
+			sort.Strings(hits)
+			out = append(out, found{Index: h.Index, ID: h.ID, Hits: hits})
+		}
+		if res.Next == "" {
+			return out
+		}
+		if len(res.Traces) != limit {
+			e.t.Fatalf("search %q: a page of %d traces with a next cursor; want %d", q.Source, len(res.Traces), limit)
+		}
+		cursor = res.Next
+	}
+	e.t.Fatal("search: too many pages")
+	return nil
+}
+
+// bruteForce is the reference the index must agree with: each trace's
+// searchable strings read from its canonical JSON, the annotations from the
+// store, the query's meaning from search.Query.Match.
+type bruteForce struct {
+	dataset string
+	traces  []bruteTrace
+}
+
+type bruteTrace struct {
+	index int64
+	id    string
+	doc   search.Doc
+	orig  map[string]string // address -> the original string
+	props search.Props
+}
+
+func (e *env) bruteForce(d store.Dataset, ids []string) *bruteForce {
+	e.t.Helper()
+	ps, err := e.st.ListPolicies(e.ctx, d.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, p := range ps {
+		names[p.ID] = p.Name
+	}
+	bf := &bruteForce{dataset: d.Name}
+	for _, id := range ids {
+		st := e.get(id)
+		canon, err := json.Marshal(st.Trace)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		bt := bruteTrace{index: st.Index, id: id, orig: map[string]string{}}
+		bt.doc, err = canonicalDoc(canon, bt.orig)
+		if err != nil {
+			e.t.Fatalf("trace %s: %v", id, err)
+		}
+		anns, err := e.st.ListAnnotations(e.ctx, id)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		bt.props = search.Props{Dataset: d.Name, Events: len(st.Trace.Events), Violations: map[string]bool{}}
+		for _, a := range anns {
+			if a.Source != "analyzer" {
+				bt.props.Annotated = true
+				continue
+			}
+			bt.props.Violations[""] = true
+			var extra struct {
+				PolicyID string `json:"policy_id"`
+			}
+			json.Unmarshal(a.Extra, &extra)
+			if n, ok := names[extra.PolicyID]; ok {
+				bt.props.Violations[n] = true
+			}
+		}
+		bf.traces = append(bf.traces, bt)
+	}
+	sort.Slice(bf.traces, func(i, j int) bool { return bf.traces[i].index < bf.traces[j].index })
+	return bf
+}
+
+func (bf *bruteForce) run(q *search.Query) []found {
+	out := []found{}
+	words := q.Words()
+	for _, bt := range bf.traces {
+		if !q.Match(&bt.doc, bt.props) {
+			continue
+		}
+		var hits []string
+		for _, p := range bt.doc.Pieces {
+			hits = append(hits, naiveHits(p.Address, bt.orig[p.Address], words)...)
+		}
+		sort.Strings(hits)
+		if hits == nil {
+			hits = []string{}
+		}
+		out = append(out, found{Index: bt.index, ID: bt.id, Hits: hits})
+	}
+	return out
+}
+
+// naiveHits finds the words in s rune by rune, folding case per rune: each
+// word's non-overlapping occurrences from the left, deduplicated.
+func naiveHits(addr, s string, words []string) []string {
+	rs := []rune(s)
+	for i, r := range rs {
+		rs[i] = unicode.ToLower(r)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, w := range words {
+		wr := []rune(w)
+		for i := 0; i+len(wr) <= len(rs) && len(wr) > 0; {
+			if string(rs[i:i+len(wr)]) == w {
+				h := addr + ":" + strconv.Itoa(i) + "-" + strconv.Itoa(i+len(wr))
+				if !seen[h] {
+					seen[h] = true
+					out = append(out, h)
+				}
+				i += len(wr)
+				continue
+			}
+			i++
+		}
+	}
+	return out
+}
+
+// canonicalDoc reads the searchable strings of a trace from its canonical
+// JSON: event content (each text part), tool call names and the strings in
+// their arguments (the arguments when they are a string), span names and
+// the strings in attributes, inputs, outputs and value; facets from roles,
+// tool names and span kinds; metadata scalars by dotted path.
+func canonicalDoc(canon []byte, orig map[string]string) (search.Doc, error) {
+	var doc struct {
+		Metadata json.RawMessage `json:"metadata"`
+		Events   []struct {
+			Role      string          `json:"role"`
+			Content   json.RawMessage `json:"content"`
+			ToolCalls []struct {
+				Function struct {
+					Name      string          `json:"name"`
+					Arguments json.RawMessage `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"events"`
+		Spans []struct {
+			ID         string          `json:"id"`
+			Name       string          `json:"name"`
+			Kind       string          `json:"kind"`
+			Attributes json.RawMessage `json:"attributes"`
+			Inputs     json.RawMessage `json:"inputs"`
+			Outputs    json.RawMessage `json:"outputs"`
+			Value      json.RawMessage `json:"value"`
+		} `json:"spans"`
+	}
+	if err := json.Unmarshal(canon, &doc); err != nil {
+		return search.Doc{}, err
+	}
+	var d search.Doc
+	facets := map[string]bool{}
+	facet := func(f string) {
+		f = strings.ToLower(f)
+		if !strings.HasSuffix(f, ":") && !facets[f] {
+			facets[f] = true
+			d.Facets = append(d.Facets, f)
+		}
+	}
+	piece := func(a trace.Address, s string) {
+		if s != "" {
+			orig[a.String()] = s
+			d.Pieces = append(d.Pieces, search.Piece{Address: a.String(), Text: strings.ToLower(s)})
+		}
+	}
+	var leaves func(v any, a trace.Address)
+	leaves = func(v any, a trace.Address) {
+		switch v := v.(type) {
+		case string:
+			piece(a, v)
+		case []any:
+			for i, x := range v {
+				b := a
+				b.Path = append(append([]string{}, a.Path...), strconv.Itoa(i))
+				leaves(x, b)
+			}
+		case map[string]any:
+			for k, x := range v {
+				b := a
+				b.Path = append(append([]string{}, a.Path...), k)
+				leaves(x, b)
+			}
+		}
+	}
+	decode := func(raw json.RawMessage) any {
+		var v any
+		if len(raw) > 0 {
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			dec.Decode(&v)
+		}
+		return v
+	}
+	for i, ev := range doc.Events {
+		facet("role:" + ev.Role)
+		switch c := decode(ev.Content).(type) {
+		case string:
+			piece(trace.EventAddress(i, "content"), c)
+		case []any:
+			for k, p := range c {
+				if m, ok := p.(map[string]any); ok && m["type"] == "text" {
+					if s, ok := m["text"].(string); ok {
+						piece(trace.EventAddress(i, "content", strconv.Itoa(k), "text"), s)
+					}
+				}
+			}
+		}
+		for j, tc := range ev.ToolCalls {
+			facet("tool:" + tc.Function.Name)
+			piece(trace.EventAddress(i, "tool_calls", strconv.Itoa(j), "function", "name"), tc.Function.Name)
+			leaves(decode(tc.Function.Arguments), trace.EventAddress(i, "tool_calls", strconv.Itoa(j), "function", "arguments"))
+		}
+	}
+	for _, sp := range doc.Spans {
+		facet("kind:" + sp.Kind)
+		piece(trace.SpanAddress(sp.ID, "name"), sp.Name)
+		leaves(decode(sp.Attributes), trace.SpanAddress(sp.ID, "attributes"))
+		leaves(decode(sp.Inputs), trace.SpanAddress(sp.ID, "inputs"))
+		leaves(decode(sp.Outputs), trace.SpanAddress(sp.ID, "outputs"))
+		leaves(decode(sp.Value), trace.SpanAddress(sp.ID, "value"))
+	}
+	var meta func(v any, key string)
+	meta = func(v any, key string) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				meta(x, key+"."+k)
+			}
+		case []any:
+			for _, x := range v {
+				if _, ok := x.([]any); !ok {
+					meta(x, key)
+				}
+			}
+		case string:
+			d.Meta = append(d.Meta, search.MetaValue{Key: key, Text: strings.ToLower(v)})
+		case json.Number:
+			n, err := v.Float64()
+			d.Meta = append(d.Meta, search.MetaValue{Key: key, Text: v.String(), Num: n, IsNum: err == nil})
+		case bool:
+			d.Meta = append(d.Meta, search.MetaValue{Key: key, Text: strconv.FormatBool(v)})
+		case nil:
+			d.Meta = append(d.Meta, search.MetaValue{Key: key, Text: "null"})
+		}
+	}
+	if m, ok := decode(doc.Metadata).(map[string]any); ok {
+		for k, x := range m {
+			meta(x, k)
+		}
+	}
+	return d, nil
+}
+
+// testSearchConsistency checks the index against the brute force after
+// random interleavings of push, append, annotate and delete.
+func testSearchConsistency(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	alice := e.user("alice")
+	var pool []*trace.Trace
+	for _, f := range Corpus(t) {
+		pool = append(pool, f.Traces...)
+	}
+	queries := []string{`reservation`, `refund -cancel`, `role:tool`, `tool:get_user_details OR weather`, `is:annotated`,
+		`has:violation`, `has:violation:"no refunds" reservation`, `meta:round>2`, `meta:round=1 OR events>30`, `kind:llm`, `"appended text"`, `-role:user`}
+	var d store.Dataset
+	for seed := range uint64(3) {
+		d = e.dataset(alice, "mixed"+strconv.Itoa(int(seed)), false)
+		p, err := e.st.SavePolicy(e.ctx, store.Policy{DatasetID: d.ID, Name: "no refunds", Source: `raise "r" if: (m: Message)`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(seed, 42))
+		var live []string
+		for step := range 60 {
+			switch op := r.IntN(10); {
+			case op < 4 || len(live) == 0: // push a few traces
+				var nts []store.NewTrace
+				for range 1 + r.IntN(4) {
+					c := *pool[r.IntN(len(pool))]
+					c.Index, c.Annotations = nil, nil
+					c.Metadata = json.RawMessage(fmt.Sprintf(`{"round":%d,"seed":%d}`, step%5, seed))
+					nts = append(nts, store.NewTrace{Trace: &c})
+				}
+				live = append(live, e.add(alice.ID, d.ID, nts...)...)
+			case op < 6: // append events taken from another trace
+				id := live[r.IntN(len(live))]
+				src := pool[r.IntN(len(pool))]
+				evs := append([]trace.Event{}, src.Events[:min(len(src.Events), 1+r.IntN(5))]...)
+				evs = append(evs, trace.Event{Role: "assistant", Content: trace.TextContent("Appended text, step " + strconv.Itoa(step))})
+				if err := e.st.AppendEvents(e.ctx, id, evs); err != nil {
+					t.Fatal(err)
+				}
+			case op < 8: // annotate
+				id := live[r.IntN(len(live))]
+				if r.IntN(2) == 0 {
+					e.annotate(id, "user", "")
+				} else {
+					e.annotate(id, "analyzer", p.ID)
+				}
+			default: // delete
+				k := r.IntN(len(live))
+				if err := e.st.DeleteTrace(e.ctx, live[k]); err != nil {
+					t.Fatal(err)
+				}
+				live = append(live[:k], live[k+1:]...)
+			}
+			if step%20 != 19 {
+				continue
+			}
+			bf := e.bruteForce(d, live)
+			for _, src := range queries {
+				q, err := search.Parse(src)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := e.searchAll(d.ID, q, 7), bf.run(q); !reflect.DeepEqual(got, want) {
+					t.Fatalf("seed %d step %d, query %q:\n got %s\nwant %s", seed, step, src, describe(got), describe(want))
+				}
+			}
+		}
+	}
+	// Reindex rebuilds the same index.
+	before := map[string][]found{}
+	for _, src := range queries {
+		q, _ := search.Parse(src)
+		before[src] = e.searchAll(d.ID, q, 50)
+	}
+	n, err := e.st.Reindex(e.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("Reindex indexed no traces")
+	}
+	for _, src := range queries {
+		q, _ := search.Parse(src)
+		if got := e.searchAll(d.ID, q, 50); !reflect.DeepEqual(got, before[src]) {
+			t.Errorf("after Reindex, query %q: got %s, want %s", src, describe(got), describe(before[src]))
+		}
+	}
+}
