@@ -284,3 +284,37 @@ func (c *Client) Export(ctx context.Context, datasetID, format string, w io.Writ
 	}
 	return n, nil
 }
+
+// SearchHit is a trace that matches a search, with where the query's texts
+// occur in it (addresses with code point ranges).
+type SearchHit struct {
+	TraceSummary
+	Hits []string `json:"hits"`
+}
+
+// SearchPage is one page of search results; Next is "" on the last page.
+// Total counts the matches; when TotalIsEstimate there are at least Total.
+type SearchPage struct {
+	Traces          []SearchHit `json:"traces"`
+	Next            string      `json:"next"`
+	Total           int64       `json:"total"`
+	TotalIsEstimate bool        `json:"total_is_estimate"`
+	Plan            string      `json:"plan"`
+}
+
+// Search runs a search query over a dataset, a page at a time after cursor
+// ("" for the first page); limit 0 is the server's default. A query that
+// does not parse is an *Error with status 400 whose Details give
+// {"position", "column"}.
+func (c *Client) Search(ctx context.Context, datasetID, query, cursor string, limit int) (SearchPage, error) {
+	q := url.Values{"q": {query}}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var p SearchPage
+	err := c.doJSON(ctx, http.MethodGet, "/api/v1/datasets/"+url.PathEscape(datasetID)+"/search", q, nil, &p)
+	return p, err
+}
