@@ -102,3 +102,25 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// All decodes every corpus file an importer reads whole, one slice of
+// traces per file in path order; files no importer reads, or that it
+// rejects, are left out.
+func All(corpusDir string) ([][]*trace.Trace, error) {
+	var out [][]*trace.Trace
+	err := filepath.WalkDir(corpusDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(p) == ".md" {
+			return err
+		}
+		rel, _ := filepath.Rel(corpusDir, p)
+		ts, err := Traces(corpusDir, rel)
+		if err == nil && len(ts) > 0 {
+			out = append(out, ts)
+		}
+		return nil
+	})
+	if err == nil && len(out) == 0 {
+		err = fmt.Errorf("no traces in %s", corpusDir)
+	}
+	return out, err
+}

@@ -161,7 +161,14 @@ func walkStrings(raw json.RawMessage, base trace.Address, add func(trace.Address
 	walk(v, nil)
 }
 
-// Meta flattens a metadata object into its scalars.
+// MaxMetaDepth is how many keys deep the index reads metadata.
+const MaxMetaDepth = 3
+
+// Meta flattens a metadata object into the scalars filters can name: those
+// at most MaxMetaDepth keys deep ("info.task.user_id"), and the scalar
+// elements of arrays there ("tags" = each tag). Objects inside arrays, and
+// anything deeper, are left out: agent metadata nests whole records (a
+// benchmark task's expected actions, say) that would multiply the rows.
 func Meta(raw json.RawMessage) []MetaValue {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -174,17 +181,21 @@ func Meta(raw json.RawMessage) []MetaValue {
 		return nil
 	}
 	var out []MetaValue
-	var walk func(v any, key string)
-	walk = func(v any, key string) {
+	var walk func(v any, key string, depth int)
+	walk = func(v any, key string, depth int) {
 		switch v := v.(type) {
 		case map[string]any:
-			for _, k := range sortedKeys(v) {
-				walk(v[k], key+"."+k)
+			if depth < MaxMetaDepth {
+				for _, k := range sortedKeys(v) {
+					walk(v[k], key+"."+k, depth+1)
+				}
 			}
 		case []any:
 			for _, x := range v {
-				if _, nested := x.([]any); !nested {
-					walk(x, key)
+				switch x.(type) {
+				case []any, map[string]any:
+				default:
+					walk(x, key, depth)
 				}
 			}
 		case string:
@@ -199,7 +210,7 @@ func Meta(raw json.RawMessage) []MetaValue {
 		}
 	}
 	for _, k := range sortedKeys(obj) {
-		walk(obj[k], k)
+		walk(obj[k], k, 1)
 	}
 	return out
 }

@@ -180,7 +180,8 @@ func TestLowerKeepsCodePoints(t *testing.T) {
 
 func TestIndex(t *testing.T) {
 	var tr trace.Trace
-	src := `{"metadata": {"model": "GPT-4o", "reward": 1, "tags": ["a", "B"], "nested": {"k": true}},
+	src := `{"metadata": {"model": "GPT-4o", "reward": 1, "tags": ["a", "B"], "nested": {"k": true},
+		"deep": {"a": {"b": {"c": 1}, "x": 2}}, "recs": [{"k": 1}, 5, [6]]},
 		"events": [
 		{"role": "user", "content": "Cancel it"},
 		{"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function", "function": {"name": "Cancel_Reservation", "arguments": {"id": "ABC", "n": 2, "list": ["x y"]}}}]},
@@ -217,7 +218,7 @@ func TestIndex(t *testing.T) {
 	for _, m := range d.Meta {
 		meta = append(meta, m.Key+"="+m.Text)
 	}
-	if m := strings.Join(meta, ","); m != "model=gpt-4o,nested.k=true,reward=1,tags=a,tags=b" {
+	if m := strings.Join(meta, ","); m != "deep.a.x=2,model=gpt-4o,nested.k=true,recs=5,reward=1,tags=a,tags=b" {
 		t.Errorf("meta = %s", m)
 	}
 	more := IndexEvents(tr.Events[:1], 7)
@@ -290,5 +291,6 @@ type testDialect struct{}
 
 func (testDialect) Placeholder(int) string               { return "?" }
 func (testDialect) IndexedTraces(w string) (string, any) { return "SELECT ?", w }
+func (testDialect) ScanTrace(ph string) string           { return "scan(" + ph + ")" }
 func (testDialect) Contains(col, ph string) string       { return "instr(" + col + ", " + ph + ")" }
 func (testDialect) ExtraMember(col, key string) string   { return col + "." + key }

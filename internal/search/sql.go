@@ -7,9 +7,10 @@ import (
 )
 
 // Dialect is what differs between the store backends in the SQL a query
-// compiles to. The index tables are the same in both:
+// compiles to. Both keep these index tables:
 //
-//	search_pieces (id, trace_id, address, text)   one row per Piece
+//	search_texts  (id, hash, text)                each distinct Piece text once
+//	search_pieces (trace_id, address, text_id)    one row per Piece
 //	search_facets (trace_id, facet)               one row per facet
 //	search_meta   (trace_id, key, text, num)      one row per MetaValue
 type Dialect interface {
@@ -17,8 +18,11 @@ type Dialect interface {
 	Placeholder(n int) string
 	// IndexedTraces returns a query of the trace ids with a piece that
 	// contains word (at least MinIndexed code points), answered from the
-	// full-text index, with the argument it takes.
+	// full-text index, with the argument it takes (its one "?").
 	IndexedTraces(word string) (sql string, arg any)
+	// ScanTrace returns a condition that trace t has a piece containing the
+	// text of the placeholder, tested on the trace's own pieces.
+	ScanTrace(placeholder string) string
 	// Contains returns a condition that column contains the text of the
 	// placeholder (a substring test).
 	Contains(column, placeholder string) string
@@ -91,7 +95,7 @@ func (c *compiler) node(n Node) (string, error) {
 		return "NOT " + s, nil
 	case Text:
 		if c.plan.Scan[n.Value] || utf8.RuneCountInString(n.Value) < MinIndexed {
-			return "EXISTS (SELECT 1 FROM search_pieces p WHERE p.trace_id = t.id AND " + c.d.Contains("p.text", c.arg(n.Value)) + ")", nil
+			return c.d.ScanTrace(c.arg(n.Value)), nil
 		}
 		sub, arg := c.d.IndexedTraces(n.Value)
 		sub = strings.Replace(sub, "?", c.arg(arg), 1)

@@ -239,6 +239,12 @@ type SearchResult struct {
 	Estimate bool
 }
 
+// SearchIndexStats tells how big the search index is: distinct texts,
+// pieces (rows pointing into traces) and bytes on disk.
+type SearchIndexStats struct {
+	Texts, Pieces, Bytes int64
+}
+
 // Search answers queries from the index each backend keeps beside the
 // traces, written in the same transactions as the traces.
 type Search interface {
@@ -249,6 +255,7 @@ type Search interface {
 	// progress (traces done, of total) as it goes; returns the traces
 	// indexed.
 	Reindex(ctx context.Context, progress func(done, total int64)) (int64, error)
+	SearchIndexStats(ctx context.Context) (SearchIndexStats, error)
 }
 
 // ---- OpenTelemetry spans (issue 8) ----

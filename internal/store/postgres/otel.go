@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -34,6 +33,9 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 	now := storeutil.Now()
 	built := storeutil.BuildSpanGroups(groups, stored, build, now)
 	err = s.write(ctx, func(tx pgx.Tx) error {
+		if err := lockTexts(ctx, tx, true); err != nil {
+			return err
+		}
 		var next int64
 		// FOR UPDATE: requests into one dataset take turns, so that the
 		// first spans of a trace sent twice at once make one trace.
@@ -79,7 +81,7 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 					return err
 				}
 			}
-			if err := insertDocs(ctx, tx, []string{tid}, []*search.Doc{&r.Doc}); err != nil {
+			if err := insertDocs(ctx, tx, []string{tid}, []storeutil.IndexDoc{{Doc: &r.Doc, Hashes: r.Hashes}}); err != nil {
 				return err
 			}
 			if err := upsertSpans(ctx, tx, tid, b.Write); err != nil {

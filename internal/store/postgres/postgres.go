@@ -494,14 +494,27 @@ func (s *Store) DeleteDataset(ctx context.Context, id string) error {
 	if !storeutil.ValidID(id) {
 		return notFound("dataset %q", id)
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM datasets WHERE id = $1`, id)
-	if err != nil {
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		if err := lockTexts(ctx, tx, true); err != nil {
+			return err
+		}
+		used, err := datasetTexts(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM datasets WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound("dataset %s", id)
+		}
+		return sweepTexts(ctx, tx, used)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fail(ctx, err, "delete dataset %s", id)
 	}
-	if tag.RowsAffected() == 0 {
-		return notFound("dataset %s", id)
-	}
-	return nil
+	return err
 }
 
 // SetDatasetPublic makes a dataset public or private.

@@ -21,7 +21,10 @@ type dialect struct{}
 
 func (dialect) Placeholder(n int) string { return "$" + strconv.Itoa(n) }
 func (dialect) IndexedTraces(word string) (string, any) {
-	return "SELECT p.trace_id FROM search_pieces p WHERE p.text LIKE ?", search.LikePattern(word)
+	return "SELECT p.trace_id FROM search_texts x JOIN search_pieces p ON p.text_id = x.id WHERE x.text LIKE ?", search.LikePattern(word)
+}
+func (dialect) ScanTrace(ph string) string {
+	return "EXISTS (SELECT 1 FROM search_pieces p JOIN search_texts x ON x.id = p.text_id WHERE p.trace_id = t.id AND strpos(x.text, " + ph + ") > 0)"
 }
 func (dialect) Contains(column, ph string) string { return "strpos(" + column + ", " + ph + ") > 0" }
 func (dialect) ExtraMember(column, key string) string {
@@ -29,19 +32,67 @@ func (dialect) ExtraMember(column, key string) string {
 }
 
 var (
-	pieceCopyCols = []string{"trace_id", "address", "text"}
+	pieceCopyCols = []string{"trace_id", "seq", "address", "text_id"}
 	metaCopyCols  = []string{"trace_id", "key", "text", "num"}
 )
 
-// insertDocs writes the index rows of traces with COPY; facets with INSERT
-// ... ON CONFLICT, since appended events may repeat one.
-func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []*search.Doc) error {
+// textsLock is the advisory lock that keeps a sweep of unused texts from
+// deleting a text that a concurrent write has just found and refers to:
+// transactions that add index rows hold it shared, those that may sweep
+// hold it exclusive. Each takes it first, before any row lock, so that
+// waits cannot form a cycle.
+const textsLock = 0x6c6f6f6b6f7574
+
+func lockTexts(ctx context.Context, tx pgx.Tx, exclusive bool) error {
+	q := `SELECT pg_advisory_xact_lock_shared($1)`
+	if exclusive {
+		q = `SELECT pg_advisory_xact_lock($1)`
+	}
+	_, err := tx.Exec(ctx, q, int64(textsLock))
+	return err
+}
+
+// insertDocs writes the index rows of traces with COPY, in a transaction
+// that holds textsLock (shared at least) (facets with INSERT
+// ... ON CONFLICT, since appended events may repeat one); a text the index
+// already holds is referred to, not written again.
+func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.IndexDoc) error {
+	texts := storeutil.DistinctTexts(docs)
+	textIDs := make(map[storeutil.TextHash]int64, len(texts))
+	if len(texts) > 0 {
+		hs := make([][]byte, 0, len(texts))
+		ts := make([]string, 0, len(texts))
+		for h, t := range texts {
+			hs = append(hs, h[:])
+			ts = append(ts, t)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO search_texts (hash, text) SELECT * FROM unnest($1::bytea[], $2::text[]) ON CONFLICT (hash) DO NOTHING`, hs, ts); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT hash, id FROM search_texts WHERE hash = ANY($1::bytea[])`, hs)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var b []byte
+			var id int64
+			if err := rows.Scan(&b, &id); err != nil {
+				rows.Close()
+				return err
+			}
+			textIDs[storeutil.TextHash(b)] = id
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
 	var pieces, meta [][]any
 	var fTrace, fFacet []string
-	for i, d := range docs {
-		id := uuidOf(ids[i])
-		for _, p := range d.Pieces {
-			pieces = append(pieces, []any{id, p.Address, p.Text})
+	for i, dh := range docs {
+		id, d := uuidOf(ids[i]), dh.Doc
+		for k, p := range d.Pieces {
+			pieces = append(pieces, []any{id, int32(dh.Seq + k), p.Address, textIDs[dh.Hashes[k]]})
 		}
 		for _, m := range d.Meta {
 			var num any
@@ -72,14 +123,51 @@ func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []*search.Doc
 	return nil
 }
 
-// deleteDoc removes a trace's index rows.
+// deleteDoc removes a trace's index rows, and the texts only it used.
 func deleteDoc(ctx context.Context, tx pgx.Tx, id string) error {
-	for _, table := range []string{"search_pieces", "search_facets", "search_meta"} {
+	var used []int64
+	rows, err := tx.Query(ctx, `DELETE FROM search_pieces WHERE trace_id = $1 RETURNING text_id`, id)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var t int64
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return err
+		}
+		used = append(used, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, table := range []string{"search_facets", "search_meta"} {
 		if _, err := tx.Exec(ctx, "DELETE FROM "+table+" WHERE trace_id = $1", id); err != nil {
 			return err
 		}
 	}
-	return nil
+	return sweepTexts(ctx, tx, used)
+}
+
+// datasetTexts returns the texts a dataset's traces use, before they go.
+func datasetTexts(ctx context.Context, tx pgx.Tx, datasetID string) ([]int64, error) {
+	rows, err := tx.Query(ctx, `SELECT DISTINCT p.text_id FROM traces t JOIN search_pieces p ON p.trace_id = t.id WHERE t.dataset_id = $1`, datasetID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+// sweepTexts deletes those of the texts that no piece uses any more; the
+// transaction holds textsLock exclusive.
+func sweepTexts(ctx context.Context, tx pgx.Tx, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM search_texts x WHERE x.id = ANY($1::bigint[])
+		AND NOT EXISTS (SELECT 1 FROM search_pieces p WHERE p.text_id = x.id)`, ids)
+	return err
 }
 
 // commonPieces is how many pieces holding a text make it common: the
@@ -111,7 +199,8 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	}
 	for _, w := range q.Texts() {
 		var n int
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM search_pieces WHERE text LIKE $1 LIMIT $2) x`,
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM search_texts x JOIN search_pieces p ON p.text_id = x.id
+				WHERE x.text LIKE $1 LIMIT $2) c`,
 			search.LikePattern(w), commonPieces).Scan(&n); err != nil {
 			return res, fail(ctx, err, "search dataset %s", datasetID)
 		}
@@ -184,7 +273,8 @@ func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) 
 		at[ts[i].ID] = i
 		ids[i] = ts[i].ID
 	}
-	rows, err := s.pool.Query(ctx, `SELECT trace_id::text, address, text FROM search_pieces WHERE trace_id = ANY($1::uuid[]) ORDER BY id`, ids)
+	rows, err := s.pool.Query(ctx, `SELECT p.trace_id::text, p.address, x.text FROM search_pieces p JOIN search_texts x ON x.id = p.text_id
+		WHERE p.trace_id = ANY($1::uuid[]) ORDER BY p.trace_id, p.seq`, ids)
 	if err != nil {
 		return err
 	}
@@ -216,7 +306,7 @@ func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (
 		return 0, fail(ctx, err, "reindex")
 	}
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `TRUNCATE search_pieces, search_facets, search_meta, search_state`)
+		_, err := tx.Exec(ctx, `TRUNCATE search_pieces, search_facets, search_meta, search_texts, search_state`)
 		return err
 	})
 	if err != nil {
@@ -233,10 +323,13 @@ func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (
 			break
 		}
 		if err := s.write(ctx, func(tx pgx.Tx) error {
+			if err := lockTexts(ctx, tx, true); err != nil {
+				return err
+			}
 			// A trace written since the clear has indexed itself (start it
 			// over); one deleted since the read would fail its foreign key.
-			for _, table := range []string{"search_pieces", "search_facets", "search_meta"} {
-				if _, err := tx.Exec(ctx, "DELETE FROM "+table+" WHERE trace_id = ANY($1::uuid[])", ids); err != nil {
+			for _, id := range ids {
+				if err := deleteDoc(ctx, tx, id); err != nil {
 					return err
 				}
 			}
@@ -258,10 +351,10 @@ func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (
 				return err
 			}
 			var li []string
-			var ld []*search.Doc
+			var ld []storeutil.IndexDoc
 			for i, id := range ids {
 				if live[id] {
-					li, ld = append(li, id), append(ld, docs[i])
+					li, ld = append(li, id), append(ld, storeutil.IndexDoc{Doc: docs[i]})
 				}
 			}
 			return insertDocs(ctx, tx, li, ld)
@@ -327,4 +420,18 @@ func (s *Store) ensureIndex(ctx context.Context) error {
 	}
 	_, err = s.Reindex(ctx, nil)
 	return err
+}
+
+// SearchIndexStats counts the index's texts and pieces and the bytes its
+// tables take on disk, with their indexes and TOAST.
+func (s *Store) SearchIndexStats(ctx context.Context) (store.SearchIndexStats, error) {
+	var st store.SearchIndexStats
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM search_texts), (SELECT count(*) FROM search_pieces),
+		(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+		WHERE c.relkind = 'r' AND c.relname IN ('search_texts', 'search_pieces', 'search_facets', 'search_meta')
+		AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()))`).Scan(&st.Texts, &st.Pieces, &st.Bytes)
+	if err != nil {
+		return st, fail(ctx, err, "search index stats")
+	}
+	return st, nil
 }

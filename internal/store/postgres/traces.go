@@ -53,6 +53,9 @@ func (s *Store) AddTraces(ctx context.Context, ownerID, datasetID string, traces
 		return []string{}, nil
 	}
 	err = s.write(ctx, func(tx pgx.Tx) error {
+		if err := lockTexts(ctx, tx, false); err != nil {
+			return err
+		}
 		ds := pgtype.UUID{} // NULL outside a dataset
 		if datasetID != "" {
 			ds = uuidOf(datasetID)
@@ -94,9 +97,9 @@ func (s *Store) AddTraces(ctx context.Context, ownerID, datasetID string, traces
 			return err
 		}
 		ids := make([]string, len(rows))
-		docs := make([]*search.Doc, len(rows))
+		docs := make([]storeutil.IndexDoc, len(rows))
 		for i := range rows {
-			ids[i], docs[i] = rows[i].ID, &rows[i].Doc
+			ids[i], docs[i] = rows[i].ID, storeutil.IndexDoc{Doc: &rows[i].Doc, Hashes: rows[i].Hashes}
 		}
 		if err := insertDocs(ctx, tx, ids, docs); err != nil {
 			return err
@@ -234,6 +237,9 @@ func (s *Store) AppendEvents(ctx context.Context, id string, events []trace.Even
 		return notFound("trace %q", id)
 	}
 	err := s.write(ctx, func(tx pgx.Tx) error {
+		if err := lockTexts(ctx, tx, false); err != nil {
+			return err
+		}
 		var meta, content []byte
 		var enc int16
 		if err := tx.QueryRow(ctx, `SELECT metadata, encoding, content FROM traces WHERE id = $1 FOR UPDATE`, id).Scan(&meta, &enc, &content); err != nil {
@@ -253,7 +259,11 @@ func (s *Store) AppendEvents(ctx context.Context, id string, events []trace.Even
 			return err
 		}
 		d := search.IndexEvents(events, first)
-		return insertDocs(ctx, tx, []string{id}, []*search.Doc{&d})
+		var seq int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq) + 1, 0) FROM search_pieces WHERE trace_id = $1`, id).Scan(&seq); err != nil {
+			return err
+		}
+		return insertDocs(ctx, tx, []string{id}, []storeutil.IndexDoc{{Doc: &d, Seq: seq}})
 	})
 	if err != nil {
 		return fail(ctx, err, "append events to trace %s", id)
@@ -267,6 +277,12 @@ func (s *Store) DeleteTrace(ctx context.Context, id string) error {
 		return notFound("trace %q", id)
 	}
 	err := s.write(ctx, func(tx pgx.Tx) error {
+		if err := lockTexts(ctx, tx, true); err != nil {
+			return err
+		}
+		if err := deleteDoc(ctx, tx, id); err != nil {
+			return err
+		}
 		var ds *string
 		if err := tx.QueryRow(ctx, `DELETE FROM traces WHERE id = $1 RETURNING dataset_id`, id).Scan(&ds); err != nil {
 			return err

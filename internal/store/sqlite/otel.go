@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -77,7 +76,7 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 					return err
 				}
 			}
-			if err := insertDocs(ctx, tx, []string{tid}, []*search.Doc{&r.Doc}); err != nil {
+			if err := insertDocs(ctx, tx, []string{tid}, []storeutil.IndexDoc{{Doc: &r.Doc, Hashes: r.Hashes}}); err != nil {
 				return err
 			}
 			if err := upsertSpans(ctx, tx, tid, b.Write); err != nil {

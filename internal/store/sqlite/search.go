@@ -21,7 +21,10 @@ type dialect struct{}
 
 func (dialect) Placeholder(int) string { return "?" }
 func (dialect) IndexedTraces(word string) (string, any) {
-	return "SELECT p.trace_id FROM search_fts f JOIN search_pieces p ON p.id = f.rowid WHERE f.text GLOB ?", globPattern(word)
+	return "SELECT p.trace_id FROM search_fts f JOIN search_pieces p ON p.text_id = f.rowid WHERE f.text GLOB ?", globPattern(word)
+}
+func (dialect) ScanTrace(ph string) string {
+	return "EXISTS (SELECT 1 FROM search_pieces p JOIN search_texts x ON x.id = p.text_id WHERE p.trace_id = t.id AND instr(x.text, " + ph + ") > 0)"
 }
 func (dialect) Contains(column, ph string) string { return "instr(" + column + ", " + ph + ") > 0" }
 func (dialect) ExtraMember(column, key string) string {
@@ -34,18 +37,24 @@ func globPattern(s string) string {
 	return "*" + r.Replace(s) + "*"
 }
 
-// insertDocs writes the index rows of traces, many rows per statement.
-func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []*search.Doc) error {
-	pieces := batcher{tx: tx, head: "INSERT INTO search_pieces (trace_id, address, text) VALUES ", cols: 3}
+// insertDocs writes the index rows of traces, many rows per statement; a
+// text the index already holds is referred to, not written again.
+func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.IndexDoc) error {
+	texts := storeutil.DistinctTexts(docs)
+	textIDs, err := textIDs(ctx, tx, texts)
+	if err != nil {
+		return err
+	}
+	pieces := batcher{tx: tx, head: "INSERT INTO search_pieces (trace_id, address, text_id) VALUES ", cols: 3}
 	facets := batcher{tx: tx, head: "INSERT OR IGNORE INTO search_facets (trace_id, facet) VALUES ", cols: 2}
 	meta := batcher{tx: tx, head: "INSERT INTO search_meta (trace_id, key, text, num) VALUES ", cols: 4}
 	defer pieces.close()
 	defer facets.close()
 	defer meta.close()
-	for i, d := range docs {
-		id := ids[i]
-		for _, p := range d.Pieces {
-			if err := pieces.add(ctx, id, p.Address, p.Text); err != nil {
+	for i, dh := range docs {
+		id, d := ids[i], dh.Doc
+		for k, p := range d.Pieces {
+			if err := pieces.add(ctx, id, p.Address, textIDs[dh.Hashes[k]]); err != nil {
 				return err
 			}
 		}
@@ -67,14 +76,103 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []*search.Do
 	return errors.Join(pieces.flush(ctx), facets.flush(ctx), meta.flush(ctx))
 }
 
-// deleteDoc removes a trace's index rows.
+// textIDs returns the row id of each distinct text (by hash), inserting
+// the texts the index does not hold yet.
+func textIDs(ctx context.Context, tx *sql.Tx, texts map[storeutil.TextHash]string) (map[storeutil.TextHash]int64, error) {
+	ids := make(map[storeutil.TextHash]int64, len(texts))
+	lookup := func(hs []storeutil.TextHash) error {
+		for len(hs) > 0 {
+			chunk := hs[:min(len(hs), 500)]
+			hs = hs[len(chunk):]
+			args := make([]any, len(chunk))
+			for i, h := range chunk {
+				args[i] = h[:]
+			}
+			rows, err := tx.QueryContext(ctx, `SELECT hash, id FROM search_texts WHERE hash IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var b []byte
+				var id int64
+				if err := rows.Scan(&b, &id); err != nil {
+					rows.Close()
+					return err
+				}
+				ids[storeutil.TextHash(b)] = id
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	distinct := make([]storeutil.TextHash, 0, len(texts))
+	for h := range texts {
+		distinct = append(distinct, h)
+	}
+	if err := lookup(distinct); err != nil {
+		return nil, err
+	}
+	var missing []storeutil.TextHash
+	ins := batcher{tx: tx, head: "INSERT INTO search_texts (hash, text) VALUES ", cols: 2}
+	defer ins.close()
+	for _, h := range distinct {
+		if _, ok := ids[h]; !ok {
+			missing = append(missing, h)
+			if err := ins.add(ctx, h[:], texts[h]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := ins.flush(ctx); err != nil {
+		return nil, err
+	}
+	if err := lookup(missing); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// deleteDoc removes a trace's index rows, and the texts only it used.
 func deleteDoc(ctx context.Context, tx *sql.Tx, id string) error {
+	if err := markTexts(ctx, tx, `SELECT text_id FROM search_pieces WHERE trace_id = ?`, id); err != nil {
+		return err
+	}
 	for _, table := range []string{"search_pieces", "search_facets", "search_meta"} {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE trace_id = ?", id); err != nil {
 			return err
 		}
 	}
-	return nil
+	return sweepMarkedTexts(ctx, tx)
+}
+
+// markDatasetTexts marks the texts a dataset's traces use, before they go.
+func markDatasetTexts(ctx context.Context, tx *sql.Tx, datasetID string) error {
+	return markTexts(ctx, tx, `SELECT p.text_id FROM traces t JOIN search_pieces p ON p.trace_id = t.id WHERE t.dataset_id = ?`, datasetID)
+}
+
+// markTexts notes the text ids a query returns in a temporary table; after
+// the pieces that use them are deleted, sweepMarkedTexts removes those of
+// them no other piece uses. Deleting a text this way keeps FTS5 in step
+// (the delete trigger); a sweep of the whole table would cost more than
+// the delete.
+func markTexts(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
+	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS marked_texts (id INTEGER PRIMARY KEY)`); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO marked_texts `+query, args...)
+	return err
+}
+
+func sweepMarkedTexts(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM search_texts WHERE id IN (SELECT id FROM marked_texts)
+		AND NOT EXISTS (SELECT 1 FROM search_pieces p WHERE p.text_id = search_texts.id)`)
+	if err == nil {
+		_, err = tx.ExecContext(ctx, `DELETE FROM marked_texts`)
+	}
+	return err
 }
 
 // batchRows is how many rows one INSERT of a batcher carries.
@@ -156,7 +254,8 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	}
 	for _, w := range q.Texts() {
 		var n int
-		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM search_fts WHERE text GLOB ? LIMIT ?)`, globPattern(w), commonPieces).Scan(&n); err != nil {
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM search_fts f JOIN search_pieces p ON p.text_id = f.rowid
+				WHERE f.text GLOB ? LIMIT ?)`, globPattern(w), commonPieces).Scan(&n); err != nil {
 			return res, fail(ctx, err, "search dataset %s", datasetID)
 		}
 		plan.Scan[w] = n >= commonPieces
@@ -226,8 +325,8 @@ func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) 
 		at[ts[i].ID] = i
 		args[i] = ts[i].ID
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT trace_id, address, text FROM search_pieces WHERE trace_id IN (?`+
-		strings.Repeat(", ?", len(ts)-1)+`) ORDER BY id`, args...)
+	rows, err := s.r.QueryContext(ctx, `SELECT p.trace_id, p.address, x.text FROM search_pieces p JOIN search_texts x ON x.id = p.text_id
+		WHERE p.trace_id IN (?`+strings.Repeat(", ?", len(ts)-1)+`) ORDER BY p.rowid`, args...)
 	if err != nil {
 		return err
 	}
@@ -260,7 +359,7 @@ func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		for _, q := range []string{`DELETE FROM search_pieces`, `DELETE FROM search_facets`, `DELETE FROM search_meta`,
-			`INSERT INTO search_fts (search_fts) VALUES ('delete-all')`, `DELETE FROM search_state`} {
+			`DELETE FROM search_texts`, `DELETE FROM search_state`} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err
 			}
@@ -284,14 +383,14 @@ func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (
 			// A trace written since the clear has indexed itself (start it
 			// over); one deleted since the read would fail its foreign key.
 			live := ids[:0:0]
-			var ld []*search.Doc
+			var ld []storeutil.IndexDoc
 			for i, id := range ids {
 				if err := deleteDoc(ctx, tx, id); err != nil {
 					return err
 				}
 				var one int
 				if err := tx.QueryRowContext(ctx, `SELECT 1 FROM traces WHERE id = ?`, id).Scan(&one); err == nil {
-					live, ld = append(live, id), append(ld, docs[i])
+					live, ld = append(live, id), append(ld, storeutil.IndexDoc{Doc: docs[i]})
 				} else if !errors.Is(err, sql.ErrNoRows) {
 					return err
 				}
@@ -359,4 +458,18 @@ func (s *Store) ensureIndex(ctx context.Context) error {
 	}
 	_, err = s.Reindex(ctx, nil)
 	return err
+}
+
+// SearchIndexStats counts the index's texts and pieces and the bytes its
+// tables, their indexes and FTS5's own tables take in the file.
+func (s *Store) SearchIndexStats(ctx context.Context) (store.SearchIndexStats, error) {
+	var st store.SearchIndexStats
+	var b sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM search_texts), (SELECT count(*) FROM search_pieces),
+		(SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'search%')`).Scan(&st.Texts, &st.Pieces, &b)
+	st.Bytes = b.Int64
+	if err != nil {
+		return st, fail(ctx, err, "search index stats")
+	}
+	return st, nil
 }

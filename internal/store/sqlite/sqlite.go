@@ -526,14 +526,23 @@ func (s *Store) DeleteDataset(ctx context.Context, id string) error {
 	if !storeutil.ValidID(id) {
 		return notFound("dataset %q", id)
 	}
-	res, err := s.w.ExecContext(ctx, `DELETE FROM datasets WHERE id = ?`, id)
-	if err != nil {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := markDatasetTexts(ctx, tx, id); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM datasets WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("dataset %s", id)
+		}
+		return sweepMarkedTexts(ctx, tx)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fail(ctx, err, "delete dataset %s", id)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return notFound("dataset %s", id)
-	}
-	return nil
+	return err
 }
 
 // SetDatasetPublic makes a dataset public or private.

@@ -95,9 +95,9 @@ func (s *Store) AddTraces(ctx context.Context, ownerID, datasetID string, traces
 		}
 		at = -1
 		ids := make([]string, len(rows))
-		docs := make([]*search.Doc, len(rows))
+		docs := make([]storeutil.IndexDoc, len(rows))
 		for i := range rows {
-			ids[i], docs[i] = rows[i].ID, &rows[i].Doc
+			ids[i], docs[i] = rows[i].ID, storeutil.IndexDoc{Doc: &rows[i].Doc, Hashes: rows[i].Hashes}
 		}
 		return insertDocs(ctx, tx, ids, docs)
 	})
@@ -220,7 +220,7 @@ func (s *Store) AppendEvents(ctx context.Context, id string, events []trace.Even
 			return err
 		}
 		d := search.IndexEvents(events, first)
-		return insertDocs(ctx, tx, []string{id}, []*search.Doc{&d})
+		return insertDocs(ctx, tx, []string{id}, []storeutil.IndexDoc{{Doc: &d}})
 	})
 	if err != nil {
 		return fail(ctx, err, "append events to trace %s", id)
@@ -234,6 +234,9 @@ func (s *Store) DeleteTrace(ctx context.Context, id string) error {
 		return notFound("trace %q", id)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := deleteDoc(ctx, tx, id); err != nil {
+			return err
+		}
 		var ds sql.NullString
 		if err := tx.QueryRowContext(ctx, `DELETE FROM traces WHERE id = ? RETURNING dataset_id`, id).Scan(&ds); err != nil {
 			return err

@@ -453,17 +453,22 @@ func canonicalDoc(canon []byte, orig map[string]string) (search.Doc, error) {
 		leaves(decode(sp.Outputs), trace.SpanAddress(sp.ID, "outputs"))
 		leaves(decode(sp.Value), trace.SpanAddress(sp.ID, "value"))
 	}
-	var meta func(v any, key string)
-	meta = func(v any, key string) {
+	// Metadata scalars up to 3 keys deep, and scalar elements of arrays.
+	var meta func(v any, key string, depth int)
+	meta = func(v any, key string, depth int) {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
-				meta(x, key+"."+k)
+				if depth < 3 {
+					meta(x, key+"."+k, depth+1)
+				}
 			}
 		case []any:
 			for _, x := range v {
-				if _, ok := x.([]any); !ok {
-					meta(x, key)
+				_, arr := x.([]any)
+				_, obj := x.(map[string]any)
+				if !arr && !obj {
+					meta(x, key, depth)
 				}
 			}
 		case string:
@@ -479,7 +484,7 @@ func canonicalDoc(canon []byte, orig map[string]string) (search.Doc, error) {
 	}
 	if m, ok := decode(doc.Metadata).(map[string]any); ok {
 		for k, x := range m {
-			meta(x, k)
+			meta(x, k, 1)
 		}
 	}
 	return d, nil
@@ -553,6 +558,29 @@ func testSearchConsistency(t *testing.T, open func(t *testing.T) store.Store) {
 			}
 		}
 	}
+	// Deleting every trace leaves no text behind: the unused ones are swept.
+	del := e.dataset(alice, "swept", false)
+	unique := simple("unique", 1, nil)
+	unique.Trace.Events[0].Content = trace.TextContent("a text only this trace has: " + d.ID)
+	before0 := e.indexStats()
+	id := e.add(alice.ID, del.ID, unique)[0]
+	if got := e.indexStats(); got.Texts != before0.Texts+1 || got.Pieces != before0.Pieces+1 {
+		t.Errorf("after adding a one-text trace: %+v, before %+v", got, before0)
+	}
+	if err := e.st.DeleteTrace(e.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.indexStats(); got.Texts != before0.Texts || got.Pieces != before0.Pieces {
+		t.Errorf("after deleting it: %+v, want %+v", got, before0)
+	}
+	e.add(alice.ID, del.ID, unique)
+	if err := e.st.DeleteDataset(e.ctx, del.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.indexStats(); got.Texts != before0.Texts || got.Pieces != before0.Pieces {
+		t.Errorf("after deleting its dataset: %+v, want %+v", got, before0)
+	}
+
 	// Reindex rebuilds the same index.
 	before := map[string][]found{}
 	for _, src := range queries {
@@ -572,4 +600,13 @@ func testSearchConsistency(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Errorf("after Reindex, query %q: got %s, want %s", src, describe(got), describe(before[src]))
 		}
 	}
+}
+
+func (e *env) indexStats() store.SearchIndexStats {
+	e.t.Helper()
+	st, err := e.st.SearchIndexStats(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st
 }

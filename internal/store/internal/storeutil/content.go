@@ -114,6 +114,7 @@ type Row struct {
 	Encoding   int
 	Anns       []store.Annotation // with ids and times set
 	Doc        search.Doc         // what the search index keeps of it
+	Hashes     []TextHash         // of Doc.Pieces' texts, in order
 }
 
 // PrepareTraces checks and encodes a batch of new traces (on several cores
@@ -156,6 +157,7 @@ func PrepareTraces(ts []store.NewTrace, now time.Time) ([]Row, error) {
 	encode := func(i int) {
 		rows[i].Content, rows[i].Encoding = EncodeContent(ts[i].Trace)
 		rows[i].Doc = search.Index(ts[i].Trace)
+		rows[i].Hashes = HashPieces(rows[i].Doc.Pieces)
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(ts)/8)
 	if workers < 2 {

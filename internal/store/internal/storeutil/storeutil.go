@@ -5,6 +5,7 @@ package storeutil
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -15,17 +16,26 @@ import (
 	"unicode/utf8"
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
+	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
-// NewID returns a random (version 4) UUID in its canonical text form.
+// NewID returns a time-ordered (version 7) UUID in its canonical text form:
+// the milliseconds since the epoch, then 74 random bits. Rows keyed by ids
+// made close in time land in the same B-tree pages (the traces and every
+// index table keyed by trace), where random ids would scatter each batch's
+// writes over the whole index.
 func NewID() string {
 	var u [16]byte
-	if _, err := rand.Read(u[:]); err != nil {
+	if _, err := rand.Read(u[6:]); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
-	u[6] = u[6]&0x0f | 0x40
+	ms := uint64(time.Now().UnixMilli())
+	for i := range 6 {
+		u[i] = byte(ms >> (40 - 8*i))
+	}
+	u[6] = u[6]&0x0f | 0x70
 	u[8] = u[8]&0x3f | 0x80
 	var b [36]byte
 	hex.Encode(b[0:8], u[0:4])
@@ -353,4 +363,45 @@ func PolicyIDs(ps []store.Policy) map[string]string {
 		m[p.Name] = p.ID
 	}
 	return m
+}
+
+// TextHash names a distinct text of the search index: the first 16 bytes
+// of its SHA-256.
+type TextHash [16]byte
+
+// HashPieces hashes the text of each piece.
+func HashPieces(ps []search.Piece) []TextHash {
+	hs := make([]TextHash, len(ps))
+	for i, p := range ps {
+		sum := sha256.Sum256([]byte(p.Text))
+		hs[i] = TextHash(sum[:16])
+	}
+	return hs
+}
+
+// IndexDoc is a trace's index document with its pieces' hashes.
+type IndexDoc struct {
+	Doc    *search.Doc
+	Hashes []TextHash // nil: to be computed
+	Seq    int        // the place of its first piece in the trace (after those of earlier events)
+}
+
+// DistinctTexts fills in missing hashes and returns the distinct texts of
+// the documents by hash.
+func DistinctTexts(docs []IndexDoc) map[TextHash]string {
+	n := 0
+	for _, d := range docs {
+		n += len(d.Doc.Pieces)
+	}
+	texts := make(map[TextHash]string, n)
+	for i := range docs {
+		d := &docs[i]
+		if d.Hashes == nil {
+			d.Hashes = HashPieces(d.Doc.Pieces)
+		}
+		for k, p := range d.Doc.Pieces {
+			texts[d.Hashes[k]] = p.Text
+		}
+	}
+	return texts
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +26,13 @@ func TestNewID(t *testing.T) {
 		if !ValidID(id) {
 			t.Fatalf("NewID gave %q, which ValidID rejects", id)
 		}
-		if id[14] != '4' || !strings.ContainsRune("89ab", rune(id[19])) {
-			t.Fatalf("%q is not a version 4 variant 1 UUID", id)
+		if id[14] != '7' || !strings.ContainsRune("89ab", rune(id[19])) {
+			t.Fatalf("%q is not a version 7 variant 1 UUID", id)
+		}
+		// The first 48 bits are the time in milliseconds.
+		ms, err := strconv.ParseInt(id[0:8]+id[9:13], 16, 64)
+		if err != nil || time.Since(time.UnixMilli(ms)).Abs() > time.Minute {
+			t.Fatalf("%q does not start with the time: %v", id, time.UnixMilli(ms))
 		}
 		if seen[id] {
 			t.Fatalf("NewID repeated %q", id)

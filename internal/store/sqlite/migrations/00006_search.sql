@@ -1,34 +1,44 @@
 -- The search index (issue 6): one row per searchable piece of a trace, with
--- its address, its text lower-cased (so code point offsets are those of the
--- original) and indexed by FTS5's trigram tokenizer, so any substring of 3
--- or more characters is an index lookup; plus a trace's facets (role:,
+-- its address and its text lower-cased (so code point offsets are those of
+-- the original), kept once per distinct text and indexed by FTS5's trigram
+-- tokenizer, so any substring of 3 or more characters is an index lookup; plus a trace's facets (role:,
 -- tool:, kind:) and metadata scalars for the filters. Written in the same
--- transaction as the trace; rows go with their trace (ON DELETE CASCADE,
--- whose deletes fire the trigger that keeps FTS5 in step).
+-- transaction as the trace; rows go with their trace (ON DELETE CASCADE)
+-- and texts no trace uses any more are swept by the deletes.
 
 -- +goose Up
-CREATE TABLE search_pieces (
-    id       INTEGER PRIMARY KEY,
-    trace_id TEXT NOT NULL REFERENCES traces (id) ON DELETE CASCADE,
-    address  TEXT NOT NULL,
-    text     TEXT NOT NULL
+-- Each distinct text once (agents repeat system prompts, tool names and
+-- outputs across traces): the full-text index covers these rows only.
+CREATE TABLE search_texts (
+    id   INTEGER PRIMARY KEY,
+    hash BLOB NOT NULL UNIQUE, -- the first 16 bytes of the text's SHA-256
+    text TEXT NOT NULL
 );
-CREATE INDEX search_pieces_trace ON search_pieces (trace_id);
-
 CREATE VIRTUAL TABLE search_fts USING fts5 (
-    text, content = 'search_pieces', content_rowid = 'id',
+    text, content = 'search_texts', content_rowid = 'id',
     tokenize = 'trigram case_sensitive 1', detail = 'none'
 );
 -- +goose StatementBegin
-CREATE TRIGGER search_pieces_insert AFTER INSERT ON search_pieces BEGIN
+CREATE TRIGGER search_texts_insert AFTER INSERT ON search_texts BEGIN
     INSERT INTO search_fts (rowid, text) VALUES (new.id, new.text);
 END;
 -- +goose StatementEnd
 -- +goose StatementBegin
-CREATE TRIGGER search_pieces_delete AFTER DELETE ON search_pieces BEGIN
+CREATE TRIGGER search_texts_delete AFTER DELETE ON search_texts BEGIN
     INSERT INTO search_fts (search_fts, rowid, text) VALUES ('delete', old.id, old.text);
 END;
 -- +goose StatementEnd
+
+-- Rows in insertion order (rowid), which is a trace's pieces in order,
+-- appended events after. A WITHOUT ROWID table keyed by (trace_id, seq)
+-- measured slower to fill.
+CREATE TABLE search_pieces (
+    trace_id TEXT NOT NULL REFERENCES traces (id) ON DELETE CASCADE,
+    address  TEXT NOT NULL,
+    text_id  INTEGER NOT NULL -- search_texts.id; texts no piece uses are swept on deletes
+);
+CREATE INDEX search_pieces_trace ON search_pieces (trace_id);
+CREATE INDEX search_pieces_text ON search_pieces (text_id);
 
 CREATE TABLE search_facets (
     facet    TEXT NOT NULL,
@@ -58,7 +68,8 @@ CREATE TABLE search_state (
 DROP TABLE search_state;
 DROP TABLE search_meta;
 DROP TABLE search_facets;
-DROP TRIGGER search_pieces_delete;
-DROP TRIGGER search_pieces_insert;
-DROP TABLE search_fts;
 DROP TABLE search_pieces;
+DROP TRIGGER search_texts_delete;
+DROP TRIGGER search_texts_insert;
+DROP TABLE search_fts;
+DROP TABLE search_texts;
