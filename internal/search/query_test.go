@@ -276,12 +276,23 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		_ = q.String()
-		plan := Plan{Scan: map[string]bool{}, PolicyIDs: map[string]string{}}
+		plan := Plan{Common: map[string]bool{}, PolicyIDs: map[string]string{}}
 		for _, n := range q.Policies() {
 			plan.PolicyIDs[n] = "id"
 		}
-		if _, _, err := q.Compile(testDialect{}, plan, 1); err != nil {
+		for i, l := range q.Leaves(testDialect{}) {
+			plan.Common[l.Key] = i%2 == 0
+		}
+		c, err := q.Compile(testDialect{}, plan)
+		if err != nil {
 			t.Fatalf("Compile(%q): %v", s, err)
+		}
+		// Every placeholder has its argument.
+		if n := strings.Count(c.Cond, "?"); n != len(c.Args) {
+			t.Fatalf("Compile(%q): %d placeholders, %d arguments: %s", s, n, len(c.Args), c.Cond)
+		}
+		if n := strings.Count(c.Driver, "?"); n != len(c.DriverArgs) {
+			t.Fatalf("Compile(%q): driver with %d placeholders, %d arguments", s, n, len(c.DriverArgs))
 		}
 		q.Match(&Doc{}, Props{})
 	})
@@ -289,8 +300,7 @@ func FuzzParse(f *testing.F) {
 
 type testDialect struct{}
 
-func (testDialect) Placeholder(int) string               { return "?" }
 func (testDialect) IndexedTraces(w string) (string, any) { return "SELECT ?", w }
-func (testDialect) ScanTrace(ph string) string           { return "scan(" + ph + ")" }
-func (testDialect) Contains(col, ph string) string       { return "instr(" + col + ", " + ph + ")" }
+func (testDialect) ScanTrace() string                    { return "scan(?)" }
+func (testDialect) Contains(col string) string           { return "instr(" + col + ", ?)" }
 func (testDialect) ExtraMember(col, key string) string   { return col + "." + key }

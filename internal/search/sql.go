@@ -7,25 +7,24 @@ import (
 )
 
 // Dialect is what differs between the store backends in the SQL a query
-// compiles to. Both keep these index tables:
+// compiles to. Placeholders are "?" throughout (a backend that numbers them
+// renumbers the finished statement). Both keep these index tables:
 //
 //	search_texts  (id, hash, text)                each distinct Piece text once
 //	search_pieces (trace_id, address, text_id)    one row per Piece
-//	search_facets (trace_id, facet)               one row per facet
+//	search_facets (facet, trace_id)               one row per facet
 //	search_meta   (trace_id, key, text, num)      one row per MetaValue
 type Dialect interface {
-	// Placeholder returns the placeholder of the n-th argument (1-based).
-	Placeholder(n int) string
 	// IndexedTraces returns a query of the trace ids with a piece that
 	// contains word (at least MinIndexed code points), answered from the
-	// full-text index, with the argument it takes (its one "?").
+	// full-text index, with the argument of its one "?".
 	IndexedTraces(word string) (sql string, arg any)
-	// ScanTrace returns a condition that trace t has a piece containing the
-	// text of the placeholder, tested on the trace's own pieces.
-	ScanTrace(placeholder string) string
-	// Contains returns a condition that column contains the text of the
-	// placeholder (a substring test).
-	Contains(column, placeholder string) string
+	// ScanTrace returns a condition that trace t has a piece containing
+	// the text of its one "?", tested on the trace's own pieces.
+	ScanTrace() string
+	// Contains returns a condition that column contains the text of its
+	// one "?" (a substring test).
+	Contains(column string) string
 	// ExtraMember returns an expression of the string member key of the
 	// JSON object in column.
 	ExtraMember(column, key string) string
@@ -34,39 +33,144 @@ type Dialect interface {
 // MinIndexed is the shortest text the trigram indexes can answer.
 const MinIndexed = 3
 
-// Plan is how the store should answer the text terms of a query: a text in
-// Scan is tested trace by trace on the pieces (common texts, where the
-// first page comes soon); the others go through the index.
+// Leaf is a term the index answers with a set of traces: a text, a facet
+// (role, tool, kind) or a metadata test. Set selects the ids of the traces
+// (some maybe more than once) of every dataset that satisfy it.
+type Leaf struct {
+	Key  string
+	Set  string
+	Args []any
+}
+
+// Plan is what the store learned before compiling: which leaves are common
+// (the store counted their rows, up to a bound), the saved policies the
+// query names, the dataset's name.
 type Plan struct {
-	Scan map[string]bool
+	// Common leaves, by Key, are tested trace by trace in index order,
+	// where a first page comes soon; the others are collected as sets.
+	Common map[string]bool
 	// PolicyIDs maps the policy names the query names to saved policy ids.
 	PolicyIDs map[string]string
 	// Dataset is the name of the dataset searched, for dataset:name.
 	Dataset string
 }
 
-// Compile turns the query into a condition on the traces table (aliased t)
-// with its arguments, numbered from first.
-func (q *Query) Compile(d Dialect, plan Plan, first int) (string, []any, error) {
-	if q.Root == nil {
-		return "1=1", nil, nil
+// Compiled is a query as SQL over the traces table (aliased t): Cond with
+// Args; and when a rare leaf must hold for any trace to match, Driver (with
+// DriverArgs) selects the distinct trace ids that satisfy it, a small set
+// to start from instead of every trace of the dataset.
+type Compiled struct {
+	Cond       string
+	Args       []any
+	Driver     string
+	DriverArgs []any
+}
+
+// Leaves returns the query's leaves, each once.
+func (q *Query) Leaves(d Dialect) []Leaf {
+	var out []Leaf
+	seen := map[string]bool{}
+	var walk func(n Node)
+	walk = func(n Node) {
+		switch n := n.(type) {
+		case And:
+			for _, t := range n.Terms {
+				walk(t)
+			}
+		case Or:
+			for _, t := range n.Terms {
+				walk(t)
+			}
+		case Not:
+			walk(n.X)
+		case Text, Filter:
+			if l, ok := leaf(d, n); ok && !seen[l.Key] {
+				seen[l.Key] = true
+				out = append(out, l)
+			}
+		}
 	}
-	c := &compiler{d: d, plan: plan, n: first - 1}
-	s, err := c.node(q.Root)
-	return s, c.args, err
+	if q.Root != nil {
+		walk(q.Root)
+	}
+	return out
+}
+
+// leaf returns the leaf a term is (meta != is the leaf of its = test).
+func leaf(d Dialect, n Node) (Leaf, bool) {
+	switch n := n.(type) {
+	case Text:
+		if utf8.RuneCountInString(n.Value) < MinIndexed {
+			return Leaf{}, false
+		}
+		sql, arg := d.IndexedTraces(n.Value)
+		return Leaf{Key: "text " + n.Value, Set: sql, Args: []any{arg}}, true
+	case Filter:
+		switch n.Field {
+		case "role", "tool", "kind":
+			f := n.Field + ":" + n.Value
+			return Leaf{Key: "facet " + f, Set: "SELECT trace_id FROM search_facets WHERE facet = ?", Args: []any{f}}, true
+		case "meta":
+			if n.Op == "!=" {
+				n.Op = "="
+			}
+			cond, args := metaCond(d, n)
+			return Leaf{Key: "meta " + n.String(), Set: "SELECT trace_id FROM search_meta WHERE key = ? AND " + cond,
+				Args: append([]any{n.Key}, args...)}, true
+		}
+	}
+	return Leaf{}, false
+}
+
+// metaCond is the test of one search_meta row for a meta filter whose Op
+// is not "!=".
+func metaCond(d Dialect, f Filter) (string, []any) {
+	switch f.Op {
+	case "=":
+		// The prefix is what the index holds (see the migrations).
+		cond, args := "substr(text, 1, 200) = substr(?, 1, 200) AND text = ?", []any{f.Value, f.Value}
+		if f.IsNum {
+			return "(" + cond + " OR num = ?)", append(args, f.Num)
+		}
+		return cond, args
+	case "%":
+		return d.Contains("text"), []any{f.Value}
+	}
+	return "num " + f.Op + " ?", []any{f.Num}
+}
+
+// Compile turns the query into SQL.
+func (q *Query) Compile(d Dialect, plan Plan) (Compiled, error) {
+	if q.Root == nil {
+		return Compiled{Cond: "1=1"}, nil
+	}
+	c := &compiler{d: d, plan: plan}
+	cond, err := c.node(q.Root)
+	if err != nil {
+		return Compiled{}, err
+	}
+	out := Compiled{Cond: cond, Args: c.args}
+	// A rare leaf that every match must satisfy drives the search.
+	terms := []Node{q.Root}
+	if a, ok := q.Root.(And); ok {
+		terms = a.Terms
+	}
+	for _, t := range terms {
+		if f, ok := t.(Filter); ok && f.Op == "!=" {
+			continue
+		}
+		if l, ok := leaf(d, t); ok && !plan.Common[l.Key] {
+			out.Driver, out.DriverArgs = "SELECT DISTINCT trace_id FROM ("+l.Set+") d", l.Args
+			break
+		}
+	}
+	return out, nil
 }
 
 type compiler struct {
 	d    Dialect
 	plan Plan
 	args []any
-	n    int
-}
-
-func (c *compiler) arg(v any) string {
-	c.args = append(c.args, v)
-	c.n++
-	return c.d.Placeholder(c.n)
 }
 
 func (c *compiler) node(n Node) (string, error) {
@@ -94,22 +198,33 @@ func (c *compiler) node(n Node) (string, error) {
 		}
 		return "NOT " + s, nil
 	case Text:
-		if c.plan.Scan[n.Value] || utf8.RuneCountInString(n.Value) < MinIndexed {
-			return c.d.ScanTrace(c.arg(n.Value)), nil
+		l, ok := leaf(c.d, n)
+		if !ok || c.plan.Common[l.Key] {
+			c.args = append(c.args, n.Value)
+			return c.d.ScanTrace(), nil
 		}
-		sub, arg := c.d.IndexedTraces(n.Value)
-		sub = strings.Replace(sub, "?", c.arg(arg), 1)
-		return "t.id IN (" + sub + ")", nil
+		return c.in(l), nil
 	case Filter:
 		return c.filter(n)
 	}
 	return "", fmt.Errorf("search: unknown node %T", n)
 }
 
+// in is the set form of a leaf.
+func (c *compiler) in(l Leaf) string {
+	c.args = append(c.args, l.Args...)
+	return "t.id IN (" + l.Set + ")"
+}
+
 func (c *compiler) filter(f Filter) (string, error) {
 	switch f.Field {
 	case "role", "tool", "kind":
-		return "t.id IN (SELECT trace_id FROM search_facets WHERE facet = " + c.arg(f.Field+":"+f.Value) + ")", nil
+		l, _ := leaf(c.d, f)
+		if c.plan.Common[l.Key] {
+			c.args = append(c.args, l.Args...)
+			return "EXISTS (SELECT 1 FROM search_facets f WHERE f.facet = ? AND f.trace_id = t.id)", nil
+		}
+		return c.in(l), nil
 	case "annotated":
 		return "EXISTS (SELECT 1 FROM annotations a WHERE a.trace_id = t.id AND a.source <> 'analyzer')", nil
 	case "violation":
@@ -120,41 +235,39 @@ func (c *compiler) filter(f Filter) (string, error) {
 		if !ok {
 			return "", &Error{Pos: f.Pos, Msg: fmt.Sprintf("this dataset has no saved policy named %q", f.Value)}
 		}
+		c.args = append(c.args, id)
 		return "EXISTS (SELECT 1 FROM annotations a WHERE a.trace_id = t.id AND a.source = 'analyzer' AND " +
-			c.d.ExtraMember("a.extra", "policy_id") + " = " + c.arg(id) + ")", nil
+			c.d.ExtraMember("a.extra", "policy_id") + " = ?)", nil
 	case "dataset":
 		if f.Value == c.plan.Dataset {
 			return "1=1", nil
 		}
 		return "1=0", nil
 	case "events":
-		return "t.event_count " + f.Op + " " + c.arg(int64(f.Num)), nil
+		c.args = append(c.args, int64(f.Num))
+		return "t.event_count " + f.Op + " ?", nil
 	case "meta":
-		neg, key := "", c.arg(f.Key) // placeholders in the order they appear
-		var cond string
-		switch f.Op {
-		case "=", "!=":
-			if f.Op == "!=" {
-				neg = "NOT "
-			}
-			// The prefix is what the index holds (see the migrations).
-			cond = "substr(text, 1, 200) = substr(" + c.arg(f.Value) + ", 1, 200) AND text = " + c.arg(f.Value)
-			if f.IsNum {
-				cond = "(" + cond + " OR num = " + c.arg(f.Num) + ")"
-			}
-		case "%":
-			cond = c.d.Contains("text", c.arg(f.Value))
-		default:
-			cond = "num " + f.Op + " " + c.arg(f.Num)
+		neg := ""
+		if f.Op == "!=" {
+			neg = "NOT "
 		}
-		return neg + "t.id IN (SELECT trace_id FROM search_meta WHERE key = " + key + " AND " + cond + ")", nil
+		l, _ := leaf(c.d, f)
+		if c.plan.Common[l.Key] {
+			eq := f
+			if eq.Op == "!=" {
+				eq.Op = "="
+			}
+			cond, args := metaCond(c.d, eq)
+			c.args = append(append(c.args, f.Key), args...)
+			return neg + "EXISTS (SELECT 1 FROM search_meta m WHERE m.trace_id = t.id AND m.key = ? AND " + cond + ")", nil
+		}
+		return neg + c.in(l), nil
 	}
 	return "", fmt.Errorf("search: unknown filter %q", f.Field)
 }
 
 // Texts returns every text term of the query that the index could answer
-// (long enough), each once: the ones whose commonness the store measures
-// to choose a Plan.
+// (long enough), each once.
 func (q *Query) Texts() []string {
 	var out []string
 	seen := map[string]bool{}
@@ -188,4 +301,20 @@ func (q *Query) Texts() []string {
 func LikePattern(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 	return "%" + r.Replace(s) + "%"
+}
+
+// Numbered rewrites the "?" placeholders of a statement as $1, $2, ...
+// (the statements this package makes have no "?" inside literals).
+func Numbered(sql string) string {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(sql); i++ {
+		if sql[i] == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteByte(sql[i])
+	}
+	return b.String()
 }

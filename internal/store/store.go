@@ -217,6 +217,10 @@ type SearchOptions struct {
 	// CountCap bounds the count of matching traces: past it the total is
 	// an estimate (0: DefaultCountCap).
 	CountCap int
+	// CommonLeaf is how many index rows make a term common, so that it is
+	// tested trace by trace rather than collected (0: the backend's
+	// default). For tests, which try both ways, and tuning.
+	CommonLeaf int
 }
 
 // DefaultCountCap is the count of matches past which a total is estimated.

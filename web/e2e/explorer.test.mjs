@@ -197,6 +197,35 @@ describe('explorer', () => {
     await shot(page, 'search-highlight');
   });
 
+  test('search in the full language (a tool filter, OR, a group, a negated filter) agrees with the API; a bad query names its column', async () => {
+    await page.goto(`${srv.base}/datasets/local/airline`);
+    const q = 'tool:cancel_reservation (refund OR "full amount") -meta:reward=0';
+    await page.fill('.search-input', q);
+    await page.press('.search-input', 'Enter');
+    await page.waitForFunction(() => /^\d+ matching traces$/.test(document.querySelector('.search-status')?.textContent.trim() ?? ''));
+    const shown = Number((await page.locator('.search-status').textContent()).trim().split(' ')[0]);
+    const ds = (await api(srv.base, 'GET', '/datasets?name=airline')).datasets[0];
+    const res = await api(srv.base, 'GET', `/datasets/${ds.id}/search?q=${encodeURIComponent(q)}&limit=1000`);
+    assert.equal(shown, res.traces.length);
+    assert.ok(shown > 0 && shown < 200, `${shown} traces`);
+    // The first row is the first match, its hits marked.
+    await page.locator(`.trow[data-trace="${res.traces[0].id}"]`).waitFor();
+    await shot(page, 'search-language');
+    // The trace page marks the hits the server gives for the trace.
+    await page.locator(`.trow[data-trace="${res.traces[0].id}"]`).click();
+    await page.locator('mark.hl-search.hl-current').waitFor();
+    const n = Number((await page.locator('.hl-count').textContent()).split('/')[1]);
+    assert.ok(n >= res.traces[0].hits.length, `${n} highlights for ${res.traces[0].hits.length} hits`);
+    // A query the server cannot read: the message with its column, no page error.
+    await page.goto(`${srv.base}/datasets/local/airline`);
+    await page.fill('.search-input', 'refund (cancel');
+    await page.press('.search-input', 'Enter');
+    const err = page.locator('p.error[role=alert]');
+    await err.waitFor();
+    assert.match(await err.textContent(), /column 8: this "\(" is never closed/);
+    await shot(page, 'search-bad-query');
+  });
+
   test('an address after # scrolls to the place and marks it; j/k move between events', async () => {
     const list = await api(srv.base, 'GET', `/datasets/${(await api(srv.base, 'GET', '/datasets?name=airline')).datasets[0].id}/traces?limit=5`);
     const id = list.traces[3].id;

@@ -19,14 +19,13 @@ import (
 // substring test).
 type dialect struct{}
 
-func (dialect) Placeholder(n int) string { return "$" + strconv.Itoa(n) }
 func (dialect) IndexedTraces(word string) (string, any) {
 	return "SELECT p.trace_id FROM search_texts x JOIN search_pieces p ON p.text_id = x.id WHERE x.text LIKE ?", search.LikePattern(word)
 }
-func (dialect) ScanTrace(ph string) string {
-	return "EXISTS (SELECT 1 FROM search_pieces p JOIN search_texts x ON x.id = p.text_id WHERE p.trace_id = t.id AND strpos(x.text, " + ph + ") > 0)"
+func (dialect) ScanTrace() string {
+	return "EXISTS (SELECT 1 FROM search_pieces p JOIN search_texts x ON x.id = p.text_id WHERE p.trace_id = t.id AND strpos(x.text, ?) > 0)"
 }
-func (dialect) Contains(column, ph string) string { return "strpos(" + column + ", " + ph + ") > 0" }
+func (dialect) Contains(column string) string { return "strpos(" + column + ", ?) > 0" }
 func (dialect) ExtraMember(column, key string) string {
 	return "(" + column + "::jsonb ->> '" + key + "')"
 }
@@ -170,11 +169,6 @@ func sweepTexts(ctx context.Context, tx pgx.Tx, ids []int64) error {
 	return err
 }
 
-// commonPieces is how many pieces holding a text make it common: the
-// search then tests traces one by one in index order, where the first page
-// comes soon, instead of collecting every trace that has the text.
-const commonPieces = 2000
-
 // SearchTraces answers a query from the index.
 func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Query, opts store.SearchOptions) (store.SearchResult, error) {
 	var res store.SearchResult
@@ -189,7 +183,7 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	if err != nil {
 		return res, err
 	}
-	plan := search.Plan{Dataset: ds.Name, Scan: map[string]bool{}}
+	plan := search.Plan{Dataset: ds.Name, Common: map[string]bool{}}
 	if names := q.Policies(); len(names) > 0 {
 		ps, err := s.ListPolicies(ctx, datasetID)
 		if err != nil {
@@ -197,25 +191,21 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 		}
 		plan.PolicyIDs = storeutil.PolicyIDs(ps)
 	}
-	for _, w := range q.Texts() {
+	for _, l := range q.Leaves(dialect{}) {
 		var n int
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM search_texts x JOIN search_pieces p ON p.text_id = x.id
-				WHERE x.text LIKE $1 LIMIT $2) c`,
-			search.LikePattern(w), commonPieces).Scan(&n); err != nil {
+		if err := s.pool.QueryRow(ctx, search.Numbered(`SELECT count(*) FROM (`+l.Set+` LIMIT ?) c`), append(l.Args, storeutil.CommonBound(opts))...).Scan(&n); err != nil {
 			return res, fail(ctx, err, "search dataset %s", datasetID)
 		}
-		plan.Scan[w] = n >= commonPieces
+		plan.Common[l.Key] = n >= storeutil.CommonBound(opts)
 	}
-	cond, args, err := q.Compile(dialect{}, plan, 3)
+	c, err := q.Compile(dialect{}, plan)
 	if err != nil {
 		return res, err
 	}
+	pageSQL, countSQL := storeutil.SearchStatements(c, `t.id, t.idx, t.name, t.metadata, t.event_count, t.created_at,
+			(SELECT count(*) FROM annotations a WHERE a.trace_id = t.id)`)
 	limit := storeutil.Limit(opts.Page.Limit)
-	n := len(args) + 3
-	rows, err := s.pool.Query(ctx, `SELECT t.id, t.idx, t.name, t.metadata, t.event_count, t.created_at,
-			(SELECT count(*) FROM annotations a WHERE a.trace_id = t.id)
-		FROM traces t WHERE t.dataset_id = $1 AND t.idx > $2 AND `+cond+` ORDER BY t.idx LIMIT $`+strconv.Itoa(n),
-		append(append([]any{datasetID, after}, args...), limit+1)...)
+	rows, err := s.pool.Query(ctx, search.Numbered(pageSQL), storeutil.SearchArgs(c, datasetID, &after, limit+1)...)
 	if err != nil {
 		return res, fail(ctx, err, "search dataset %s", datasetID)
 	}
@@ -249,9 +239,7 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	if countCap <= 0 {
 		countCap = store.DefaultCountCap
 	}
-	ccond, cargs, _ := q.Compile(dialect{}, plan, 2)
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM traces t WHERE t.dataset_id = $1 AND `+ccond+` LIMIT $`+strconv.Itoa(len(cargs)+2)+`) x`,
-		append(append([]any{datasetID}, cargs...), countCap+1)...).Scan(&res.Total); err != nil {
+	if err := s.pool.QueryRow(ctx, search.Numbered(countSQL), storeutil.SearchArgs(c, datasetID, nil, countCap+1)...).Scan(&res.Total); err != nil {
 		return res, fail(ctx, err, "count matches in dataset %s", datasetID)
 	}
 	if res.Total > int64(countCap) {

@@ -19,14 +19,13 @@ import (
 // test and can use the index).
 type dialect struct{}
 
-func (dialect) Placeholder(int) string { return "?" }
 func (dialect) IndexedTraces(word string) (string, any) {
 	return "SELECT p.trace_id FROM search_fts f JOIN search_pieces p ON p.text_id = f.rowid WHERE f.text GLOB ?", globPattern(word)
 }
-func (dialect) ScanTrace(ph string) string {
-	return "EXISTS (SELECT 1 FROM search_pieces p JOIN search_texts x ON x.id = p.text_id WHERE p.trace_id = t.id AND instr(x.text, " + ph + ") > 0)"
+func (dialect) ScanTrace() string {
+	return "EXISTS (SELECT 1 FROM search_pieces p JOIN search_texts x ON x.id = p.text_id WHERE p.trace_id = t.id AND instr(x.text, ?) > 0)"
 }
-func (dialect) Contains(column, ph string) string { return "instr(" + column + ", " + ph + ") > 0" }
+func (dialect) Contains(column string) string { return "instr(" + column + ", ?) > 0" }
 func (dialect) ExtraMember(column, key string) string {
 	return "json_extract(" + column + ", '$." + key + "')"
 }
@@ -225,11 +224,6 @@ func (b *batcher) close() {
 	}
 }
 
-// commonPieces is how many pieces holding a text make it common: the
-// search then tests traces one by one in index order, where the first page
-// comes soon, instead of collecting every trace that has the text.
-const commonPieces = 2000
-
 // SearchTraces answers a query from the index.
 func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Query, opts store.SearchOptions) (store.SearchResult, error) {
 	var res store.SearchResult
@@ -244,7 +238,7 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	if err != nil {
 		return res, err
 	}
-	plan := search.Plan{Dataset: ds.Name, Scan: map[string]bool{}}
+	plan := search.Plan{Dataset: ds.Name, Common: map[string]bool{}}
 	if names := q.Policies(); len(names) > 0 {
 		ps, err := s.ListPolicies(ctx, datasetID)
 		if err != nil {
@@ -252,23 +246,21 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 		}
 		plan.PolicyIDs = storeutil.PolicyIDs(ps)
 	}
-	for _, w := range q.Texts() {
+	for _, l := range q.Leaves(dialect{}) {
 		var n int
-		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM search_fts f JOIN search_pieces p ON p.text_id = f.rowid
-				WHERE f.text GLOB ? LIMIT ?)`, globPattern(w), commonPieces).Scan(&n); err != nil {
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (`+l.Set+` LIMIT ?)`, append(l.Args, storeutil.CommonBound(opts))...).Scan(&n); err != nil {
 			return res, fail(ctx, err, "search dataset %s", datasetID)
 		}
-		plan.Scan[w] = n >= commonPieces
+		plan.Common[l.Key] = n >= storeutil.CommonBound(opts)
 	}
-	cond, args, err := q.Compile(dialect{}, plan, 1)
+	c, err := q.Compile(dialect{}, plan)
 	if err != nil {
 		return res, err
 	}
+	pageSQL, countSQL := storeutil.SearchStatements(c, `t.id, t.idx, t.name, t.metadata, t.event_count, t.created_at,
+			(SELECT count(*) FROM annotations a WHERE a.trace_id = t.id)`)
 	limit := storeutil.Limit(opts.Page.Limit)
-	rows, err := s.r.QueryContext(ctx, `SELECT t.id, t.idx, t.name, t.metadata, t.event_count, t.created_at,
-			(SELECT count(*) FROM annotations a WHERE a.trace_id = t.id)
-		FROM traces t WHERE t.dataset_id = ? AND t.idx > ? AND `+cond+` ORDER BY t.idx LIMIT ?`,
-		append(append([]any{datasetID, after}, args...), limit+1)...)
+	rows, err := s.r.QueryContext(ctx, pageSQL, storeutil.SearchArgs(c, datasetID, &after, limit+1)...)
 	if err != nil {
 		return res, fail(ctx, err, "search dataset %s", datasetID)
 	}
@@ -302,8 +294,7 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	if countCap <= 0 {
 		countCap = store.DefaultCountCap
 	}
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM traces t WHERE t.dataset_id = ? AND `+cond+` LIMIT ?)`,
-		append(append([]any{datasetID}, args...), countCap+1)...).Scan(&res.Total); err != nil {
+	if err := s.r.QueryRowContext(ctx, countSQL, storeutil.SearchArgs(c, datasetID, nil, countCap+1)...).Scan(&res.Total); err != nil {
 		return res, fail(ctx, err, "count matches in dataset %s", datasetID)
 	}
 	if res.Total > int64(countCap) {

@@ -100,9 +100,15 @@ func testSearchConformance(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Fatalf("Parse(%q): %v", src, err)
 		}
 		want := brute.run(q)
-		got := e.searchAll(d.ID, q, 37)
+		// Each term collected as a set (the default here: the corpus is
+		// small), then each tested trace by trace.
+		got := e.searchAll(d.ID, q, 37, 0)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("query %q:\n got %s\nwant %s", src, describe(got), describe(want))
+			continue
+		}
+		if got := e.searchAll(d.ID, q, 37, 1); !reflect.DeepEqual(got, want) {
+			t.Errorf("query %q, every term common:\n got %s\nwant %s", src, describe(got), describe(want))
 			continue
 		}
 		if n := len(want); n > 0 && n < len(ids) {
@@ -215,12 +221,12 @@ func describe(fs []found) string {
 }
 
 // searchAll walks every page of a search.
-func (e *env) searchAll(datasetID string, q *search.Query, limit int) []found {
+func (e *env) searchAll(datasetID string, q *search.Query, limit, commonLeaf int) []found {
 	e.t.Helper()
 	out := []found{}
 	cursor := ""
 	for range 100000 {
-		res, err := e.st.SearchTraces(e.ctx, datasetID, q, store.SearchOptions{Page: store.Page{Cursor: cursor, Limit: limit}})
+		res, err := e.st.SearchTraces(e.ctx, datasetID, q, store.SearchOptions{Page: store.Page{Cursor: cursor, Limit: limit}, CommonLeaf: commonLeaf})
 		if err != nil {
 			e.t.Fatalf("search %q: %v", q.Source, err)
 		}
@@ -552,7 +558,7 @@ func testSearchConsistency(t *testing.T, open func(t *testing.T) store.Store) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got, want := e.searchAll(d.ID, q, 7), bf.run(q); !reflect.DeepEqual(got, want) {
+				if got, want := e.searchAll(d.ID, q, 7, 1+step%3*5), bf.run(q); !reflect.DeepEqual(got, want) {
 					t.Fatalf("seed %d step %d, query %q:\n got %s\nwant %s", seed, step, src, describe(got), describe(want))
 				}
 			}
@@ -585,7 +591,7 @@ func testSearchConsistency(t *testing.T, open func(t *testing.T) store.Store) {
 	before := map[string][]found{}
 	for _, src := range queries {
 		q, _ := search.Parse(src)
-		before[src] = e.searchAll(d.ID, q, 50)
+		before[src] = e.searchAll(d.ID, q, 50, 0)
 	}
 	n, err := e.st.Reindex(e.ctx, nil)
 	if err != nil {
@@ -596,7 +602,7 @@ func testSearchConsistency(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	for _, src := range queries {
 		q, _ := search.Parse(src)
-		if got := e.searchAll(d.ID, q, 50); !reflect.DeepEqual(got, before[src]) {
+		if got := e.searchAll(d.ID, q, 50, 0); !reflect.DeepEqual(got, before[src]) {
 			t.Errorf("after Reindex, query %q: got %s, want %s", src, describe(got), describe(before[src]))
 		}
 	}

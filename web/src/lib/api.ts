@@ -145,6 +145,11 @@ export const api = {
       `/datasets/${enc(id)}/traces?limit=${limit}${cursor ? '&cursor=' + enc(cursor) : ''}`,
     ),
   trace: (id: string) => request<Trace>('GET', `/traces/${enc(id)}`),
+  /** search runs a query over a dataset from the server's index. */
+  search: (id: string, q: string, cursor = '', limit = 50) =>
+    request<SearchPage>('GET', `/datasets/${enc(id)}/search?q=${enc(q)}&limit=${limit}${cursor ? '&cursor=' + enc(cursor) : ''}`),
+  /** hits are where a query's texts occur in one trace. */
+  hits: async (traceId: string, q: string) => (await request<{ hits: string[] }>('GET', `/traces/${enc(traceId)}/hits?q=${enc(q)}`)).hits,
   /** openHead is the first FIRST_EVENTS events, prefetched when possible. */
   openHead: (id: string) => takeHead(id),
   events: (id: string, offset: number, limit: number) => request<EventsPage>('GET', `/traces/${enc(id)}/events?offset=${offset}&limit=${limit}`),
@@ -164,6 +169,16 @@ export const api = {
   criteria: async (datasetId: string) => (await request<{ criteria: SavedCriterion[] }>('GET', `/datasets/${enc(datasetId)}/criteria`)).criteria,
   raw: request,
 };
+
+/** SearchPage is a page of a dataset search: matching traces in index
+ * order with their hits (addresses with code point ranges). */
+export interface SearchPage {
+  traces: (TraceSummary & { hits: string[] })[];
+  next: string;
+  total: number;
+  total_is_estimate: boolean;
+  plan: string;
+}
 
 /** Score is one grade of a trace or of a place in it (internal/eval). */
 export interface Score {

@@ -1,9 +1,9 @@
-// The search box language (issue 5): free words and "quoted phrases", plus
-// filters is:annotated, not:annotated, meta:key=value, meta:key>number (also
-// <, >=, <=, !=), tool:name, role:name, has:violation. A leading "-" negates
-// a word or a filter. The server has no search API yet (issue 6), so
-// matching runs here over what the API returns; SearchBackend is the seam
-// where a server search plugs in later.
+// The search box. The server's search API (internal/search) answers
+// queries in the full language (OR, groups, kind:, events>n, policy:...);
+// this parser is the subset the client-side backend can answer by itself
+// (free words and "quoted phrases", is:/not:annotated, meta:key=value and
+// comparisons, tool:, role:, has:violation, "-" before a term), kept for
+// tests and as a fallback. SearchBackend is the seam between them.
 import { unitsToCp } from './address';
 import { eventTextFields, type HighlightInput } from './highlight';
 import type { Trace, TraceSummary } from './types';
@@ -16,6 +16,7 @@ export type Filter =
   | { kind: 'violation'; not: boolean };
 
 export interface Query {
+  source: string; // the query as typed
   words: string[]; // lower-cased free words and phrases that must all occur
   without: string[]; // lower-cased words that must not occur
   filters: Filter[];
@@ -46,7 +47,7 @@ export function tokenize(q: string): string[] {
 }
 
 export function parseQuery(q: string): Query {
-  const out: Query = { words: [], without: [], filters: [], errors: [] };
+  const out: Query = { source: q, words: [], without: [], filters: [], errors: [] };
   for (let tok of tokenize(q)) {
     let not = false;
     if (tok.startsWith('-') && tok.length > 1) {
@@ -224,13 +225,17 @@ export function matchTrace(q: Query, t: Trace, summary?: TraceSummary): TraceMat
 
 /** A SearchBackend answers a query over a dataset, a page of matches at a time. */
 export interface SearchBackend {
+  /** full: the backend reads the whole language and reports query errors
+   * itself (the client-side parser's are not shown). */
+  full?: boolean;
   /** search calls onMatch for each matching trace and onProgress as it
-   * goes; it stops when signal aborts. */
+   * goes (traces scanned, or found when the backend knows the total); it
+   * stops when signal aborts. */
   search(
     datasetId: string,
     q: Query,
     onMatch: (t: TraceSummary, hits: HighlightInput[]) => void,
-    onProgress: (scanned: number) => void,
+    onProgress: (scanned: number, total?: number, estimate?: boolean) => void,
     signal: AbortSignal,
   ): Promise<void>;
 }

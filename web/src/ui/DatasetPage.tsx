@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, cursorAfter, FIRST_TRACES } from '../lib/api';
-import { clientSearch } from '../lib/clientsearch';
+import { api, ApiError, cursorAfter, FIRST_TRACES } from '../lib/api';
+import { serverSearch } from '../lib/serversearch';
 import type { HighlightInput } from '../lib/highlight';
 import { eventTextFields } from '../lib/highlight';
 import { tryParseAddress, cpToUnits } from '../lib/address';
@@ -56,7 +56,7 @@ function snippetOf(t: Trace, h: HighlightInput): Hit['snippet'] {
 }
 
 export function DatasetPage(props: { owner: string; name: string; search: string; me: Me | null; backend?: SearchBackend }) {
-  const backend = props.backend ?? clientSearch;
+  const backend = props.backend ?? serverSearch;
   const [ds, setDs] = useState<Dataset | null>(null);
   const [err, setErr] = useState('');
   const rows = useRef<(TraceSummary | undefined)[]>([]);
@@ -67,7 +67,8 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   const [q, setQ] = useState(initialQ);
   const [active, setActive] = useState(initialQ); // the query shown
   const [results, setResults] = useState<Hit[] | null>(null);
-  const [scan, setScan] = useState<{ scanned: number; done: boolean } | null>(null);
+  const [scan, setScan] = useState<{ scanned: number; done: boolean; total?: number; estimate?: boolean } | null>(null);
+  const [qErr, setQErr] = useState('');
   const [flagged, setFlagged] = useState<string[] | null>(null);
   const [cols, setCols] = useState<string[]>([]);
   const [showCols, setShowCols] = useState(false);
@@ -131,7 +132,8 @@ export function DatasetPage(props: { owner: string; name: string; search: string
     if (active) u.searchParams.set('q', active);
     else u.searchParams.delete('q');
     history.replaceState(null, '', u.pathname + u.search);
-    if (isEmpty(pq) || pq.errors.length) {
+    setQErr('');
+    if (backend.full ? !active.trim() : isEmpty(pq) || pq.errors.length) {
       setResults(null);
       setScan(null);
       return;
@@ -153,17 +155,25 @@ export function DatasetPage(props: { owner: string; name: string; search: string
             flush();
           }
         },
-        (n) => setScan({ scanned: n, done: false }),
+        (n, total, estimate) => setScan({ scanned: n, done: false, total, estimate }),
         ac.signal,
       )
       .then(
         () => {
           if (!ac.signal.aborted) {
             flush();
-            setScan((s) => ({ scanned: s?.scanned ?? 0, done: true }));
+            setScan((s) => ({ ...s, scanned: s?.scanned ?? 0, done: true }));
           }
         },
-        (e) => setErr(e.message),
+        (e) => {
+          if (ac.signal.aborted) return;
+          // A query the server cannot read is the reader's to fix, not the page's.
+          if (e instanceof ApiError && e.code === 'invalid_query') {
+            setQErr(e.message);
+            setResults(null);
+            setScan(null);
+          } else setErr(e.message);
+        },
       );
     return () => ac.abort();
   }, [ds, active]);
@@ -400,7 +410,12 @@ export function DatasetPage(props: { owner: string; name: string; search: string
               Columns
             </button>
           </form>
-          {query.errors.length > 0 && <p class="error">{query.errors.join('; ')}</p>}
+          {!backend.full && query.errors.length > 0 && <p class="error">{query.errors.join('; ')}</p>}
+          {qErr && (
+            <p class="error" role="alert">
+              {qErr}
+            </p>
+          )}
           {showCols && (
             <div class="cols">
               {metaKeys.length === 0 && <span class="muted">no metadata keys on the loaded traces</span>}
@@ -423,7 +438,11 @@ export function DatasetPage(props: { owner: string; name: string; search: string
           <div class="list-status muted">
             {results && scan && (
               <span class="search-status">
-                {fmtInt(results.length)} matching traces{scan.done ? '' : ` (searched ${fmtInt(scan.scanned)} of ${fmtInt(ds.trace_count)}…)`}
+                {scan.total !== undefined
+                  ? scan.done
+                    ? `${fmtInt(results.length)} matching traces`
+                    : `${fmtInt(results.length)} of ${fmtInt(scan.total)}${scan.estimate ? '+' : ''} matching traces…`
+                  : `${fmtInt(results.length)} matching traces${scan.done ? '' : ` (searched ${fmtInt(scan.scanned)} of ${fmtInt(ds.trace_count)}…)`}`}
               </span>
             )}
             {flagged && (

@@ -4,7 +4,6 @@ import { tryParseAddress, unitsToCp } from '../lib/address';
 import { api } from '../lib/api';
 import { HighlightIndex, resolveHighlights, type Highlight, type HighlightInput } from '../lib/highlight';
 import { datasetPath, navigate } from '../lib/router';
-import { parseQuery, textHits } from '../lib/search';
 import { buildTree, initialState, reveal, type Expanded } from '../lib/tree';
 import type { Annotation, Me, Trace } from '../lib/types';
 import { copyText, fmtInt } from './common';
@@ -169,6 +168,26 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
     return { callIndex, outputIndex, notesByEvent };
   }, [trace, anns]);
 
+  // Where the query's texts are: the server's search hits for this trace
+  // (the same language and matching as the dataset search), asked again
+  // when the query changes or the trace grows.
+  const [searchHits, setSearchHits] = useState<HighlightInput[]>([]);
+  const eventCount = trace?.events.length ?? 0;
+  useEffect(() => {
+    if (!activeQ.trim() || !eventCount) {
+      setSearchHits([]);
+      return;
+    }
+    let live = true;
+    api.hits(id, activeQ).then(
+      (hs) => live && setSearchHits(hs.map((address, k) => ({ id: `search-${k}`, kind: 'search' as const, address, message: `search: ${activeQ}` }))),
+      () => live && setSearchHits([]),
+    );
+    return () => {
+      live = false;
+    };
+  }, [id, activeQ, eventCount]);
+
   const hl = useMemo(() => {
     if (!trace) return new HighlightIndex([]);
     const inputs: HighlightInput[] = [];
@@ -176,10 +195,10 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
       if (rating(a) !== undefined && !a.content) continue;
       inputs.push({ id: a.id, kind: a.source === 'analyzer' ? 'analyzer' : 'annotation', address: a.address, message: `${a.source === 'analyzer' ? 'violation' : a.author ?? a.source}: ${a.content}` });
     }
-    inputs.push(...textHits(trace, parseQuery(activeQ).words));
+    inputs.push(...searchHits);
     if (hash && tryParseAddress(hash)) inputs.push({ id: 'target', kind: 'target', address: hash, message: `linked: ${hash}` });
     return new HighlightIndex(resolveHighlights(trace, inputs));
-  }, [trace, anns, activeQ, hash]);
+  }, [trace, anns, searchHits, hash]);
   const steps = useMemo(() => hl.all.filter((h) => h.kind !== 'target'), [hl]);
   const current = cur >= 0 && cur < steps.length ? steps[cur].id : null;
 
@@ -223,7 +242,7 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
       setCur(first);
       goToHighlight(steps[first]);
     }
-  }, [trace, activeQ]);
+  }, [trace, activeQ, steps]);
 
   // The URL's address: scroll to it and mark it, once it is loaded.
   const landedHash = useRef('');

@@ -405,3 +405,45 @@ func DistinctTexts(docs []IndexDoc) map[TextHash]string {
 	}
 	return texts
 }
+
+// SearchStatements builds the statements of a search page and of its
+// capped count from a compiled query, with "?" placeholders: the page
+// takes (driver args, dataset id, after index, cond args, limit), the
+// count (driver args, dataset id, cond args, cap). cols are the columns
+// the page selects from traces t.
+func SearchStatements(c search.Compiled, cols string) (page, count string) {
+	from := "FROM traces t WHERE t.dataset_id = ? AND "
+	with := ""
+	if c.Driver != "" {
+		// The driver's few traces first, by primary key (CROSS JOIN keeps
+		// SQLite's planner to that order).
+		with = "WITH cand(id) AS MATERIALIZED (" + c.Driver + ") "
+		from = "FROM cand CROSS JOIN traces t WHERE t.id = cand.id AND t.dataset_id = ? AND "
+	}
+	page = with + "SELECT " + cols + " " + from + "t.idx > ? AND " + c.Cond + " ORDER BY t.idx LIMIT ?"
+	count = with + "SELECT count(*) FROM (SELECT 1 " + from + c.Cond + " LIMIT ?) n"
+	return page, count
+}
+
+// SearchArgs orders the arguments of the statements SearchStatements makes.
+func SearchArgs(c search.Compiled, datasetID string, after *int64, last any) []any {
+	args := append([]any{}, c.DriverArgs...)
+	args = append(args, datasetID)
+	if after != nil {
+		args = append(args, *after)
+	}
+	args = append(args, c.Args...)
+	return append(args, last)
+}
+
+// CommonLeaf is how many index rows make a leaf of a query common (see
+// search.Plan), unless SearchOptions.CommonLeaf says otherwise.
+const CommonLeaf = 2000
+
+// CommonBound is the bound SearchOptions asks for.
+func CommonBound(opts store.SearchOptions) int {
+	if opts.CommonLeaf > 0 {
+		return opts.CommonLeaf
+	}
+	return CommonLeaf
+}
