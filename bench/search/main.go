@@ -31,6 +31,7 @@ import (
 	"github.com/lookout-dev/lookout/client"
 	"github.com/lookout-dev/lookout/internal/formats/invariant"
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/sqlite"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -41,6 +42,7 @@ func main() {
 	corpus := flag.String("corpus", "../shared/corpus", "the shared corpus directory")
 	out := flag.String("o", "", "write the generated dataset to FILE as Invariant JSONL and stop")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the ingest to FILE")
+	keep := flag.String("sqlite-db", "", "SQLite: use (and keep) this database file; a file that holds the dataset already is measured without storing it again")
 	pgURL := flag.String("pg", os.Getenv("LOOKOUT_TEST_POSTGRES"), "PostgreSQL URL (default: a throwaway cluster)")
 	flag.Parse()
 
@@ -67,7 +69,14 @@ func main() {
 	}
 	defer stopProfile()
 	for _, b := range backends {
-		st, cleanup, err := benchstore.Open(ctx, b, *pgURL)
+		var st store.Store
+		var cleanup func()
+		if b == "sqlite" && *keep != "" {
+			st, err = sqlite.Open(ctx, *keep)
+			cleanup = func() { st.Close() }
+		} else {
+			st, cleanup, err = benchstore.Open(ctx, b, *pgURL)
+		}
 		if err != nil {
 			fail(fmt.Errorf("%s: %w", b, err))
 		}
@@ -173,10 +182,21 @@ func measure(ctx context.Context, name string, st store.Store, g *generator, n, 
 	if err != nil {
 		return err
 	}
-	d, err := st.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "search"})
-	if err != nil {
+	d, err := st.DatasetByName(ctx, u.ID, "search")
+	if err == nil && d.TraceCount == int64(n) {
+		fmt.Printf("%s: the dataset is stored already (%d traces)\n", name, n)
+	} else if err := ingest(ctx, name, st, g, u.ID, n, &d); err != nil {
 		return err
 	}
+	return queries(ctx, name, st, d, n, runs)
+}
+
+func ingest(ctx context.Context, name string, st store.Store, g *generator, owner string, n int, d *store.Dataset) error {
+	var err error
+	if *d, err = st.CreateDataset(ctx, store.Dataset{OwnerID: owner, Name: "search"}); err != nil {
+		return err
+	}
+	u := store.User{ID: owner}
 	start := time.Now()
 	const batch = 500
 	for k := 0; k < n; k += batch {
@@ -193,6 +213,10 @@ func measure(ctx context.Context, name string, st store.Store, g *generator, n, 
 	}
 	took := time.Since(start)
 	fmt.Printf("%s: stored %d traces in %.1f s (%.0f traces/s, index written in the same transactions)\n", name, n, took.Seconds(), float64(n)/took.Seconds())
+	return nil
+}
+
+func queries(ctx context.Context, name string, st store.Store, d store.Dataset, n, runs int) error {
 	is, err := st.SearchIndexStats(ctx)
 	if err != nil {
 		return err

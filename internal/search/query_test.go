@@ -304,3 +304,4 @@ func (testDialect) IndexedTraces(w string) (string, any) { return "SELECT ?", w 
 func (testDialect) ScanTrace() string                    { return "scan(?)" }
 func (testDialect) Contains(col string) string           { return "instr(" + col + ", ?)" }
 func (testDialect) ExtraMember(col, key string) string   { return col + "." + key }
+func (testDialect) Unindexed(col string) string          { return "+" + col }

@@ -28,6 +28,10 @@ type Dialect interface {
 	// ExtraMember returns an expression of the string member key of the
 	// JSON object in column.
 	ExtraMember(column, key string) string
+	// Unindexed returns column such that the planner will not use an index
+	// for a test of it (SQLite's planner, without statistics, would scan a
+	// whole (key, num) range per trace rather than look the trace up).
+	Unindexed(column string) string
 }
 
 // MinIndexed is the shortest text the trigram indexes can answer.
@@ -259,7 +263,7 @@ func (c *compiler) filter(f Filter) (string, error) {
 			}
 			cond, args := metaCond(c.d, eq)
 			c.args = append(append(c.args, f.Key), args...)
-			return neg + "EXISTS (SELECT 1 FROM search_meta m WHERE m.trace_id = t.id AND m.key = ? AND " + cond + ")", nil
+			return neg + "EXISTS (SELECT 1 FROM search_meta m WHERE m.trace_id = t.id AND " + c.d.Unindexed("m.key") + " = ? AND " + cond + ")", nil
 		}
 		return neg + c.in(l), nil
 	}

@@ -25,7 +25,8 @@ func (dialect) IndexedTraces(word string) (string, any) {
 func (dialect) ScanTrace() string {
 	return "EXISTS (SELECT 1 FROM search_pieces p JOIN search_texts x ON x.id = p.text_id WHERE p.trace_id = t.id AND strpos(x.text, ?) > 0)"
 }
-func (dialect) Contains(column string) string { return "strpos(" + column + ", ?) > 0" }
+func (dialect) Contains(column string) string  { return "strpos(" + column + ", ?) > 0" }
+func (dialect) Unindexed(column string) string { return column }
 func (dialect) ExtraMember(column, key string) string {
 	return "(" + column + "::jsonb ->> '" + key + "')"
 }
@@ -204,6 +205,21 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	}
 	pageSQL, countSQL := storeutil.SearchStatements(c, `t.id, t.idx, t.name, t.metadata, t.event_count, t.created_at,
 			(SELECT count(*) FROM annotations a WHERE a.trace_id = t.id)`)
+	// The count runs beside the page, on a connection of its own.
+	countCap := opts.CountCap
+	if countCap <= 0 {
+		countCap = store.DefaultCountCap
+	}
+	type counted struct {
+		n   int64
+		err error
+	}
+	countDone := make(chan counted, 1)
+	go func() {
+		var n int64
+		err := s.pool.QueryRow(ctx, search.Numbered(countSQL), storeutil.SearchArgs(c, datasetID, nil, countCap+1)...).Scan(&n)
+		countDone <- counted{n, err}
+	}()
 	limit := storeutil.Limit(opts.Page.Limit)
 	rows, err := s.pool.Query(ctx, search.Numbered(pageSQL), storeutil.SearchArgs(c, datasetID, &after, limit+1)...)
 	if err != nil {
@@ -235,13 +251,11 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	if more {
 		res.Next = storeutil.EncodeCursor(res.Traces[len(res.Traces)-1].Index)
 	}
-	countCap := opts.CountCap
-	if countCap <= 0 {
-		countCap = store.DefaultCountCap
+	total := <-countDone
+	if total.err != nil {
+		return res, fail(ctx, total.err, "count matches in dataset %s", datasetID)
 	}
-	if err := s.pool.QueryRow(ctx, search.Numbered(countSQL), storeutil.SearchArgs(c, datasetID, nil, countCap+1)...).Scan(&res.Total); err != nil {
-		return res, fail(ctx, err, "count matches in dataset %s", datasetID)
-	}
+	res.Total = total.n
 	if res.Total > int64(countCap) {
 		res.Total, res.Estimate = int64(countCap), true
 	}
