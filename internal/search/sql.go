@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -182,7 +183,10 @@ func (c *compiler) node(n Node) (string, error) {
 	case And, Or:
 		terms, op := []Node(nil), " AND "
 		if a, ok := n.(And); ok {
-			terms = a.Terms
+			// Cheap tests first: a trace that fails a filter is never
+			// scanned for a text.
+			terms = append([]Node(nil), a.Terms...)
+			sort.SliceStable(terms, func(i, j int) bool { return cost(terms[i]) < cost(terms[j]) })
 		} else {
 			terms, op = n.(Or).Terms, " OR "
 		}
@@ -212,6 +216,20 @@ func (c *compiler) node(n Node) (string, error) {
 		return c.filter(n)
 	}
 	return "", fmt.Errorf("search: unknown node %T", n)
+}
+
+// cost ranks a term by the work of testing one trace: texts (scanned)
+// last.
+func cost(n Node) int {
+	switch n := n.(type) {
+	case Filter:
+		return 0
+	case Not:
+		return cost(n.X)
+	case Text:
+		return 2
+	}
+	return 1
 }
 
 // in is the set form of a leaf.

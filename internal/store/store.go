@@ -214,8 +214,10 @@ type Store interface {
 // SearchOptions asks for one page of a search.
 type SearchOptions struct {
 	Page Page
-	// CountCap bounds the count of matching traces: past it the total is
-	// an estimate (0: DefaultCountCap).
+	// CountCap bounds the work of the count of matching traces: unless a
+	// rare term narrows the search to few traces (then the count is exact),
+	// the count looks at the dataset's first CountCap traces and, when
+	// there are more, scales up to an estimate (0: DefaultCountCap).
 	CountCap int
 	// CommonLeaf is how many index rows make a term common, so that it is
 	// tested trace by trace rather than collected (0: the backend's
@@ -223,7 +225,7 @@ type SearchOptions struct {
 	CommonLeaf int
 }
 
-// DefaultCountCap is the count of matches past which a total is estimated.
+// DefaultCountCap is how many traces a count looks at before it estimates.
 const DefaultCountCap = 1000
 
 // SearchHit is a matching trace with where the query's texts occur in it
@@ -237,8 +239,8 @@ type SearchHit struct {
 type SearchResult struct {
 	Traces []SearchHit
 	Next   string // cursor of the next page; "" at the end
-	// Total counts the matching traces; when Estimate, there are at least
-	// Total and the count stopped there.
+	// Total counts the matching traces; when Estimate, it is scaled up
+	// from the share that matched among the first traces counted.
 	Total    int64
 	Estimate bool
 }

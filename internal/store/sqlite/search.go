@@ -272,11 +272,11 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	countDone := make(chan counted, 1)
 	go func() {
 		var n int64
-		err := s.r.QueryRowContext(ctx, countSQL, storeutil.SearchArgs(c, datasetID, nil, countCap+1)...).Scan(&n)
+		err := s.r.QueryRowContext(ctx, countSQL, storeutil.CountArgs(c, datasetID, countCap)...).Scan(&n)
 		countDone <- counted{n, err}
 	}()
 	limit := storeutil.Limit(opts.Page.Limit)
-	rows, err := s.r.QueryContext(ctx, pageSQL, storeutil.SearchArgs(c, datasetID, &after, limit+1)...)
+	rows, err := s.r.QueryContext(ctx, pageSQL, storeutil.PageArgs(c, datasetID, after, limit+1)...)
 	if err != nil {
 		return res, fail(ctx, err, "search dataset %s", datasetID)
 	}
@@ -310,10 +310,7 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	if total.err != nil {
 		return res, fail(ctx, total.err, "count matches in dataset %s", datasetID)
 	}
-	res.Total = total.n
-	if res.Total > int64(countCap) {
-		res.Total, res.Estimate = int64(countCap), true
-	}
+	res.Total, res.Estimate = storeutil.SearchTotal(c, total.n, ds.TraceCount, countCap)
 	if words := q.Words(); len(words) > 0 && len(res.Traces) > 0 {
 		if err := s.hits(ctx, res.Traces, words); err != nil {
 			return res, fail(ctx, err, "search dataset %s: hits", datasetID)

@@ -407,33 +407,51 @@ func DistinctTexts(docs []IndexDoc) map[TextHash]string {
 }
 
 // SearchStatements builds the statements of a search page and of its
-// capped count from a compiled query, with "?" placeholders: the page
-// takes (driver args, dataset id, after index, cond args, limit), the
-// count (driver args, dataset id, cond args, cap). cols are the columns
-// the page selects from traces t.
+// count from a compiled query, with "?" placeholders; PageArgs and
+// CountArgs give their arguments. cols are the columns the page selects
+// from traces t. With a driver the count is exact (it runs over the
+// driver's few traces); without one it runs over the dataset's first
+// traces by index, at most a bound of them, and is scaled up to the
+// dataset when the dataset is larger (an estimate).
 func SearchStatements(c search.Compiled, cols string) (page, count string) {
-	from := "FROM traces t WHERE t.dataset_id = ? AND "
-	with := ""
 	if c.Driver != "" {
 		// The driver's few traces first, by primary key (CROSS JOIN keeps
 		// SQLite's planner to that order).
-		with = "WITH cand(id) AS MATERIALIZED (" + c.Driver + ") "
-		from = "FROM cand CROSS JOIN traces t WHERE t.id = cand.id AND t.dataset_id = ? AND "
+		with := "WITH cand(id) AS MATERIALIZED (" + c.Driver + ") "
+		from := "FROM cand CROSS JOIN traces t WHERE t.id = cand.id AND t.dataset_id = ? AND "
+		page = with + "SELECT " + cols + " " + from + "t.idx > ? AND " + c.Cond + " ORDER BY t.idx LIMIT ?"
+		count = with + "SELECT count(*) " + from + c.Cond
+		return page, count
 	}
-	page = with + "SELECT " + cols + " " + from + "t.idx > ? AND " + c.Cond + " ORDER BY t.idx LIMIT ?"
-	count = with + "SELECT count(*) FROM (SELECT 1 " + from + c.Cond + " LIMIT ?) n"
+	page = "SELECT " + cols + " FROM traces t WHERE t.dataset_id = ? AND t.idx > ? AND " + c.Cond + " ORDER BY t.idx LIMIT ?"
+	count = "SELECT count(*) FROM (SELECT t.id, t.event_count FROM traces t WHERE t.dataset_id = ? ORDER BY t.idx LIMIT ?) t WHERE " + c.Cond
 	return page, count
 }
 
-// SearchArgs orders the arguments of the statements SearchStatements makes.
-func SearchArgs(c search.Compiled, datasetID string, after *int64, last any) []any {
-	args := append([]any{}, c.DriverArgs...)
-	args = append(args, datasetID)
-	if after != nil {
-		args = append(args, *after)
+// PageArgs are the arguments of SearchStatements' page.
+func PageArgs(c search.Compiled, datasetID string, after int64, limit int) []any {
+	args := append(append([]any{}, c.DriverArgs...), datasetID, after)
+	return append(append(args, c.Args...), limit)
+}
+
+// CountArgs are the arguments of SearchStatements' count, which looks at
+// no more than scan traces when there is no driver.
+func CountArgs(c search.Compiled, datasetID string, scan int) []any {
+	if c.Driver != "" {
+		args := append(append([]any{}, c.DriverArgs...), datasetID)
+		return append(args, c.Args...)
 	}
-	args = append(args, c.Args...)
-	return append(args, last)
+	return append([]any{datasetID, scan}, c.Args...)
+}
+
+// SearchTotal turns the count of matches among the traces counted into the
+// total: exact when every trace of the dataset was counted, else scaled to
+// the dataset and marked as an estimate.
+func SearchTotal(c search.Compiled, matches, traces int64, scan int) (total int64, estimate bool) {
+	if c.Driver != "" || traces <= int64(scan) {
+		return matches, false
+	}
+	return (matches*traces + int64(scan)/2) / int64(scan), true
 }
 
 // CommonLeaf is how many index rows make a leaf of a query common (see
