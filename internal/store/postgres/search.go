@@ -170,6 +170,14 @@ func sweepTexts(ctx context.Context, tx pgx.Tx, ids []int64) error {
 	return err
 }
 
+// custom has a search statement planned for its arguments each time (an
+// unnamed statement). A cached statement gets PostgreSQL's generic plan
+// after a few runs, and for LIKE '%...%' of an unknown pattern that plan
+// reads every text instead of asking the trigram index.
+func custom(args []any) []any {
+	return append([]any{pgx.QueryExecModeDescribeExec}, args...)
+}
+
 // SearchTraces answers a query from the index.
 func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Query, opts store.SearchOptions) (store.SearchResult, error) {
 	var res store.SearchResult
@@ -194,7 +202,7 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	}
 	for _, l := range q.Leaves(dialect{}) {
 		var n int
-		if err := s.pool.QueryRow(ctx, search.Numbered(`SELECT count(*) FROM (`+l.Set+` LIMIT ?) c`), append(l.Args, storeutil.CommonBound(opts))...).Scan(&n); err != nil {
+		if err := s.pool.QueryRow(ctx, search.Numbered(`SELECT count(*) FROM (`+l.Set+` LIMIT ?) c`), custom(append(l.Args, storeutil.CommonBound(opts)))...).Scan(&n); err != nil {
 			return res, fail(ctx, err, "search dataset %s", datasetID)
 		}
 		plan.Common[l.Key] = n >= storeutil.CommonBound(opts)
@@ -217,11 +225,11 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	countDone := make(chan counted, 1)
 	go func() {
 		var n int64
-		err := s.pool.QueryRow(ctx, search.Numbered(countSQL), storeutil.CountArgs(c, datasetID, countCap)...).Scan(&n)
+		err := s.pool.QueryRow(ctx, search.Numbered(countSQL), custom(storeutil.CountArgs(c, datasetID, countCap))...).Scan(&n)
 		countDone <- counted{n, err}
 	}()
 	limit := storeutil.Limit(opts.Page.Limit)
-	rows, err := s.pool.Query(ctx, search.Numbered(pageSQL), storeutil.PageArgs(c, datasetID, after, limit+1)...)
+	rows, err := s.pool.Query(ctx, search.Numbered(pageSQL), custom(storeutil.PageArgs(c, datasetID, after, limit+1))...)
 	if err != nil {
 		return res, fail(ctx, err, "search dataset %s", datasetID)
 	}
