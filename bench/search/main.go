@@ -182,18 +182,19 @@ func measure(ctx context.Context, name string, st store.Store, g *generator, n, 
 	if err != nil {
 		return err
 	}
-	d, err := st.DatasetByName(ctx, u.ID, "search")
+	dsName := fmt.Sprintf("search-%d", n)
+	d, err := st.DatasetByName(ctx, u.ID, dsName)
 	if err == nil && d.TraceCount == int64(n) {
 		fmt.Printf("%s: the dataset is stored already (%d traces)\n", name, n)
-	} else if err := ingest(ctx, name, st, g, u.ID, n, &d); err != nil {
+	} else if err := ingest(ctx, name, st, g, u.ID, dsName, n, &d); err != nil {
 		return err
 	}
 	return queries(ctx, name, st, d, n, runs)
 }
 
-func ingest(ctx context.Context, name string, st store.Store, g *generator, owner string, n int, d *store.Dataset) error {
+func ingest(ctx context.Context, name string, st store.Store, g *generator, owner, dsName string, n int, d *store.Dataset) error {
 	var err error
-	if *d, err = st.CreateDataset(ctx, store.Dataset{OwnerID: owner, Name: "search"}); err != nil {
+	if *d, err = st.CreateDataset(ctx, store.Dataset{OwnerID: owner, Name: dsName}); err != nil {
 		return err
 	}
 	u := store.User{ID: owner}

@@ -34,6 +34,7 @@ const keyUseEvery = time.Minute
 // Store is a PostgreSQL store. It implements store.Store.
 type Store struct {
 	pool *pgxpool.Pool
+	an   analyzer
 }
 
 var _ store.Store = (*Store)(nil)
@@ -96,6 +97,7 @@ func migrate(ctx context.Context, cc *pgx.ConnConfig) error {
 
 // Close closes the pool.
 func (s *Store) Close() error {
+	s.an.stop()
 	s.pool.Close()
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -441,4 +443,57 @@ func (s *Store) SearchIndexStats(ctx context.Context) (store.SearchIndexStats, e
 		return st, fail(ctx, err, "search index stats")
 	}
 	return st, nil
+}
+
+// analyzer refreshes the planner's statistics of the index tables after
+// bulk writes. Autovacuum does too, but up to minutes later; meanwhile the
+// planner, without statistics for the new rows, joins a rare text's pieces
+// by reading them all (90 ms and more at 100,000 traces instead of 4).
+type analyzer struct {
+	mu      sync.Mutex
+	running bool
+	added   int64 // pieces written since the last ANALYZE
+	base    int64 // pieces written before it, by this process
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// stop cancels a running ANALYZE and waits for it.
+func (a *analyzer) stop() {
+	a.mu.Lock()
+	if a.cancel != nil {
+		a.cancel()
+	}
+	a.mu.Unlock()
+	a.wg.Wait()
+}
+
+// noteIndexed counts pieces written and starts an ANALYZE of the index
+// tables in the background when they grew by a fifth (at least 5,000).
+func (s *Store) noteIndexed(pieces int64) {
+	a := &s.an
+	a.mu.Lock()
+	a.added += pieces
+	due := !a.running && a.added >= max(5000, a.base/5)
+	var ctx context.Context
+	if due {
+		a.running = true
+		ctx, a.cancel = context.WithTimeout(context.Background(), 10*time.Minute)
+		a.wg.Add(1)
+	}
+	a.mu.Unlock()
+	if !due {
+		return
+	}
+	go func() {
+		defer a.wg.Done()
+		if _, err := s.pool.Exec(ctx, `ANALYZE search_texts, search_pieces, search_facets, search_meta`); err != nil {
+			slog.Warn("postgres: analyze of the search index", "err", err)
+		}
+		a.mu.Lock()
+		a.cancel()
+		a.base += a.added
+		a.added, a.running, a.cancel = 0, false, nil
+		a.mu.Unlock()
+	}()
 }

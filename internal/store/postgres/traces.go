@@ -122,9 +122,12 @@ func (s *Store) AddTraces(ctx context.Context, ownerID, datasetID string, traces
 		return nil, fail(ctx, err, "add traces")
 	}
 	ids := make([]string, len(rows))
+	var pieces int64
 	for i := range rows {
 		ids[i] = rows[i].ID
+		pieces += int64(len(rows[i].Doc.Pieces))
 	}
+	s.noteIndexed(pieces)
 	return ids, nil
 }
 

@@ -24,7 +24,9 @@ DO $$
 DECLARE trgm text;
 BEGIN
     SELECT n.nspname INTO trgm FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
-    EXECUTE format('CREATE INDEX search_texts_text ON search_texts USING gin (text %I.gin_trgm_ops)', trgm);
+    -- fastupdate off: with GIN's pending list on, every LIKE read the
+    -- whole list after a bulk load (100 ms and more) until a vacuum.
+    EXECUTE format('CREATE INDEX search_texts_text ON search_texts USING gin (text %I.gin_trgm_ops) WITH (fastupdate = off)', trgm);
 END $$;
 -- +goose StatementEnd
 
