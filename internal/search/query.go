@@ -121,11 +121,9 @@ func (q *Query) String() string {
 	return q.Root.String()
 }
 
-// Words returns the lower-cased texts that appear without a negation above
-// them: the ones whose occurrences are hits.
-func (q *Query) Words() []string {
-	var out []string
-	seen := map[string]bool{}
+// visit calls fn for every leaf of the query (a Text or a Filter) with
+// whether an odd number of negations stands above it.
+func (q *Query) visit(fn func(n Node, negated bool)) {
 	var walk func(n Node, neg bool)
 	walk = func(n Node, neg bool) {
 		switch n := n.(type) {
@@ -139,44 +137,37 @@ func (q *Query) Words() []string {
 			}
 		case Not:
 			walk(n.X, !neg)
-		case Text:
-			if !neg && !seen[n.Value] {
-				seen[n.Value] = true
-				out = append(out, n.Value)
-			}
+		default:
+			fn(n, neg)
 		}
 	}
 	if q.Root != nil {
 		walk(q.Root, false)
 	}
+}
+
+// Words returns the lower-cased texts that appear without a negation above
+// them: the ones whose occurrences are hits.
+func (q *Query) Words() []string {
+	var out []string
+	seen := map[string]bool{}
+	q.visit(func(n Node, neg bool) {
+		if t, ok := n.(Text); ok && !neg && !seen[t.Value] {
+			seen[t.Value] = true
+			out = append(out, t.Value)
+		}
+	})
 	return out
 }
 
 // Policies returns the policy names that has:violation:"name" terms name.
 func (q *Query) Policies() []string {
 	var out []string
-	var walk func(n Node)
-	walk = func(n Node) {
-		switch n := n.(type) {
-		case And:
-			for _, t := range n.Terms {
-				walk(t)
-			}
-		case Or:
-			for _, t := range n.Terms {
-				walk(t)
-			}
-		case Not:
-			walk(n.X)
-		case Filter:
-			if n.Field == "violation" && n.Value != "" {
-				out = append(out, n.Value)
-			}
+	q.visit(func(n Node, _ bool) {
+		if f, ok := n.(Filter); ok && f.Field == "violation" && f.Value != "" {
+			out = append(out, f.Value)
 		}
-	}
-	if q.Root != nil {
-		walk(q.Root)
-	}
+	})
 	return out
 }
 

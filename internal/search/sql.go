@@ -75,29 +75,12 @@ type Compiled struct {
 func (q *Query) Leaves(d Dialect) []Leaf {
 	var out []Leaf
 	seen := map[string]bool{}
-	var walk func(n Node)
-	walk = func(n Node) {
-		switch n := n.(type) {
-		case And:
-			for _, t := range n.Terms {
-				walk(t)
-			}
-		case Or:
-			for _, t := range n.Terms {
-				walk(t)
-			}
-		case Not:
-			walk(n.X)
-		case Text, Filter:
-			if l, ok := leaf(d, n); ok && !seen[l.Key] {
-				seen[l.Key] = true
-				out = append(out, l)
-			}
+	q.visit(func(n Node, _ bool) {
+		if l, ok := leaf(d, n); ok && !seen[l.Key] {
+			seen[l.Key] = true
+			out = append(out, l)
 		}
-	}
-	if q.Root != nil {
-		walk(q.Root)
-	}
+	})
 	return out
 }
 
@@ -293,29 +276,12 @@ func (c *compiler) filter(f Filter) (string, error) {
 func (q *Query) Texts() []string {
 	var out []string
 	seen := map[string]bool{}
-	var walk func(n Node)
-	walk = func(n Node) {
-		switch n := n.(type) {
-		case And:
-			for _, t := range n.Terms {
-				walk(t)
-			}
-		case Or:
-			for _, t := range n.Terms {
-				walk(t)
-			}
-		case Not:
-			walk(n.X)
-		case Text:
-			if !seen[n.Value] && utf8.RuneCountInString(n.Value) >= MinIndexed {
-				seen[n.Value] = true
-				out = append(out, n.Value)
-			}
+	q.visit(func(n Node, _ bool) {
+		if t, ok := n.(Text); ok && !seen[t.Value] && utf8.RuneCountInString(t.Value) >= MinIndexed {
+			seen[t.Value] = true
+			out = append(out, t.Value)
 		}
-	}
-	if q.Root != nil {
-		walk(q.Root)
-	}
+	})
 	return out
 }
 
