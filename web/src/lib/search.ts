@@ -1,9 +1,10 @@
-// The search box. The server's search API (internal/search) answers
-// queries in the full language (OR, groups, kind:, events>n, policy:...);
-// this parser is the subset the client-side backend can answer by itself
-// (free words and "quoted phrases", is:/not:annotated, meta:key=value and
-// comparisons, tool:, role:, has:violation, "-" before a term), kept for
-// tests and as a fallback. SearchBackend is the seam between them.
+// The search box. The server's search API (internal/search, through
+// serversearch.ts) answers queries in the full language (OR, groups, kind:,
+// events>n, policy:...). This parser and matcher are the subset a backend
+// without the server could answer (free words and "quoted phrases",
+// is:/not:annotated, meta:key=value and comparisons, tool:, role:,
+// has:violation, "-" before a term); the page no longer uses the matcher.
+// SearchBackend is the seam.
 import { unitsToCp } from './address';
 import { eventTextFields, type HighlightInput } from './highlight';
 import type { Trace, TraceSummary } from './types';
