@@ -180,6 +180,35 @@ func custom(args []any) []any {
 	return append([]any{pgx.QueryExecModeDescribeExec}, args...)
 }
 
+// serial begins a read-only transaction in which the planner makes no
+// parallel plans. With workers on offer it split a rare word's join over
+// two of them, each reading every text of search_texts (TOASTed, so their
+// scan looks cheap) instead of asking the trigram index: 38 ms at 100,000
+// traces for no row, 1 ms without.
+func (s *Store) serial(ctx context.Context) (pgx.Tx, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL max_parallel_workers_per_gather = 0`); err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return tx, nil
+}
+
+// countIndexed runs a count statement in a serial transaction.
+func (s *Store) countIndexed(ctx context.Context, sql string, args []any) (int64, error) {
+	tx, err := s.serial(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var n int64
+	err = tx.QueryRow(ctx, sql, custom(args)...).Scan(&n)
+	return n, err
+}
+
 // SearchTraces answers a query from the index.
 func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Query, opts store.SearchOptions) (store.SearchResult, error) {
 	var res store.SearchResult
@@ -203,11 +232,11 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 		plan.PolicyIDs = storeutil.PolicyIDs(ps)
 	}
 	for _, l := range q.Leaves(dialect{}) {
-		var n int
-		if err := s.pool.QueryRow(ctx, search.Numbered(`SELECT count(*) FROM (`+l.Set+` LIMIT ?) c`), custom(append(l.Args, storeutil.CommonBound(opts)))...).Scan(&n); err != nil {
+		n, err := s.countIndexed(ctx, search.Numbered(`SELECT count(*) FROM (`+l.Set+` LIMIT ?) c`), append(l.Args, storeutil.CommonBound(opts)))
+		if err != nil {
 			return res, fail(ctx, err, "search dataset %s", datasetID)
 		}
-		plan.Common[l.Key] = n >= storeutil.CommonBound(opts)
+		plan.Common[l.Key] = n >= int64(storeutil.CommonBound(opts))
 	}
 	c, err := q.Compile(dialect{}, plan)
 	if err != nil {
@@ -226,12 +255,16 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	}
 	countDone := make(chan counted, 1)
 	go func() {
-		var n int64
-		err := s.pool.QueryRow(ctx, search.Numbered(countSQL), custom(storeutil.CountArgs(c, datasetID, countCap))...).Scan(&n)
+		n, err := s.countIndexed(ctx, search.Numbered(countSQL), storeutil.CountArgs(c, datasetID, countCap))
 		countDone <- counted{n, err}
 	}()
 	limit := storeutil.Limit(opts.Page.Limit)
-	rows, err := s.pool.Query(ctx, search.Numbered(pageSQL), custom(storeutil.PageArgs(c, datasetID, after, limit+1))...)
+	tx, err := s.serial(ctx)
+	if err != nil {
+		return res, fail(ctx, err, "search dataset %s", datasetID)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	rows, err := tx.Query(ctx, search.Numbered(pageSQL), custom(storeutil.PageArgs(c, datasetID, after, limit+1))...)
 	if err != nil {
 		return res, fail(ctx, err, "search dataset %s", datasetID)
 	}
