@@ -441,7 +441,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
                 {scan.total !== undefined
                   ? scan.done
                     ? `${fmtInt(results.length)} matching traces`
-                    : `${fmtInt(results.length)} of ${fmtInt(scan.total)}${scan.estimate ? '+' : ''} matching traces…`
+                    : `${fmtInt(results.length)} of ${scan.estimate ? 'about ' : ''}${fmtInt(scan.total)} matching traces…`
                   : `${fmtInt(results.length)} matching traces${scan.done ? '' : ` (searched ${fmtInt(scan.scanned)} of ${fmtInt(ds.trace_count)}…)`}`}
               </span>
             )}
