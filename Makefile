@@ -53,7 +53,7 @@ fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
-		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZETIME) $$pkg; \
+		GO="$(GO)" .ci/fuzz $$pkg $$name $(FUZZTIME) $(FUZZMINIMIZETIME); \
 	done
 
 bench:
