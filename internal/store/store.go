@@ -206,6 +206,7 @@ type Store interface {
 	Evals
 	SpanTraces
 	Search
+	Benchmarks
 	Close() error
 }
 
@@ -411,4 +412,57 @@ type Evals interface {
 	// LatestStatuses lists, for each trace of a dataset and criterion, the
 	// status in the newest run that has one.
 	LatestStatuses(ctx context.Context, datasetID string) ([]TraceStatus, error)
+}
+
+// Benchmark is one version of a named benchmark: a frozen selection of tasks
+// (each with its reference answer) and the criteria that grade an agent's
+// traces of those tasks. Versions of a name are numbered 1, 2, ... per
+// owner; a version never changes once created.
+type Benchmark struct {
+	ID              string
+	OwnerID         string
+	OwnerName       string
+	Name            string
+	Version         int
+	Description     string
+	Public          bool
+	SourceDatasetID string          // the dataset the tasks were taken from ("" once it is deleted)
+	Key             string          // the trace metadata key that names a task
+	Criteria        json.RawMessage // JSON array of the criteria, frozen at creation
+	Items           json.RawMessage // JSON array of the tasks; nil from ListBenchmarks
+	ItemCount       int
+	CreatedAt       time.Time
+}
+
+// BenchmarkResult is one dataset's run against a benchmark version: a
+// leaderboard entry.
+type BenchmarkResult struct {
+	ID          string
+	BenchmarkID string
+	DatasetID   string
+	DatasetName string // filled on reads
+	OwnerName   string // the dataset's owner, filled on reads
+	Accuracy    float64
+	Summary     json.RawMessage // JSON object: counts and per-criterion figures
+	Items       json.RawMessage // JSON array: each task's verdict
+	CreatedAt   time.Time
+}
+
+// Benchmarks keeps benchmarks and their results.
+type Benchmarks interface {
+	// CreateBenchmark stores the next version of (owner, name).
+	CreateBenchmark(ctx context.Context, b Benchmark) (Benchmark, error)
+	// Benchmark returns one version with its items.
+	Benchmark(ctx context.Context, id string) (Benchmark, error)
+	// ListBenchmarks lists the user's benchmarks and the public ones,
+	// newest first, without items.
+	ListBenchmarks(ctx context.Context, userID string) ([]Benchmark, error)
+	// DeleteBenchmark removes one version and its results.
+	DeleteBenchmark(ctx context.Context, id string) error
+	// AddBenchmarkResult stores a result, replacing the dataset's earlier
+	// result for the same benchmark version.
+	AddBenchmarkResult(ctx context.Context, r BenchmarkResult) (BenchmarkResult, error)
+	// BenchmarkResults lists a benchmark version's results, best accuracy
+	// first (newest first among equals).
+	BenchmarkResults(ctx context.Context, benchmarkID string) ([]BenchmarkResult, error)
 }

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Policies", testPolicies},
 		{"Scores", testScores},
 		{"CriteriaAndRuns", testCriteriaAndRuns},
+		{"Benchmarks", testBenchmarks},
 		{"NotFound", testNotFound},
 		{"ContextCanceled", testCanceled},
 		{"ConcurrentAddTraces", testConcurrentAdds},
@@ -1386,6 +1387,10 @@ func testCanceled(t *testing.T, open func(t *testing.T) store.Store) {
 	if _, err := e.st.CreateAPIKey(e.ctx, alice.ID, "k", "h", "last"); err != nil {
 		t.Fatal(err)
 	}
+	bench, err := e.st.CreateBenchmark(e.ctx, store.Benchmark{OwnerID: alice.ID, Name: "b", Key: "k", Criteria: json.RawMessage(`[]`), Items: json.RawMessage(`[]`)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := e.st.CreateSession(e.ctx, alice.ID, "s", time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -1424,6 +1429,18 @@ func testCanceled(t *testing.T, open func(t *testing.T) store.Store) {
 			},
 			"AddTraces": func() error {
 				_, err := st.AddTraces(ctx, alice.ID, d.ID, []store.NewTrace{simple("b", 1, nil)})
+				return err
+			},
+			"CreateBenchmark": func() error {
+				_, err := st.CreateBenchmark(ctx, store.Benchmark{OwnerID: alice.ID, Name: "b", Key: "k", Criteria: json.RawMessage(`[]`), Items: json.RawMessage(`[]`)})
+				return err
+			},
+			"Benchmark":        func() error { _, err := st.Benchmark(ctx, bench.ID); return err },
+			"ListBenchmarks":   func() error { _, err := st.ListBenchmarks(ctx, alice.ID); return err },
+			"BenchmarkResults": func() error { _, err := st.BenchmarkResults(ctx, bench.ID); return err },
+			"DeleteBenchmark":  func() error { return st.DeleteBenchmark(ctx, bench.ID) },
+			"AddBenchmarkResult": func() error {
+				_, err := st.AddBenchmarkResult(ctx, store.BenchmarkResult{BenchmarkID: bench.ID, DatasetID: d.ID, Summary: json.RawMessage(`{}`), Items: json.RawMessage(`[]`)})
 				return err
 			},
 			"Trace":        func() error { _, err := st.Trace(ctx, tid); return err },
