@@ -216,42 +216,21 @@ func TestEvalScenarios(t *testing.T) {
 			pairs = append(pairs, "{"+k+"}", v)
 		}
 		expand := strings.NewReplacer(pairs...)
-		checkEvalCoverage(t, f.srv, scenarios, expand)
-		for _, sc := range scenarios {
-			t.Run(sc.name, func(t *testing.T) {
-				var body io.Reader
-				if sc.body != "" {
-					body = strings.NewReader(sc.body)
-				}
-				r := f.do(sc.method, expand.Replace(sc.path), sc.user, body, "Content-Type", "application/json")
-				if r.status != sc.status {
-					t.Fatalf("status %d, want %d\n%s", r.status, sc.status, r.body)
-				}
-				if ct := r.header.Get("Content-Type"); ct == "text/event-stream" {
-					r.header.Set("Content-Type", "application/x-event-stream-checked")
-				}
-				checkHeaders(t, r)
-				for _, re := range sc.want {
-					if !regexp.MustCompile(expand.Replace(re)).Match(r.body) {
-						t.Errorf("body does not match %s:\n%s", expand.Replace(re), r.body)
-					}
-				}
-				checkKind(t, sc, r)
-			})
-		}
+		checkAreaCoverage(t, f.srv, scenarios, expand, isEvalRoute, 14)
+		runScenarios(t, f, scenarios, expand)
 		f.srv.StopRuns()
 	})
 }
 
-// checkEvalCoverage fails unless every evaluation route has every case that
-// applies to it.
-func checkEvalCoverage(t *testing.T, srv *Server, scenarios []scenario, expand *strings.Replacer) {
+// checkAreaCoverage fails unless every route of an area (isArea) has every
+// case that applies to it, and the area has want routes.
+func checkAreaCoverage(t *testing.T, srv *Server, scenarios []scenario, expand *strings.Replacer, isArea func(string) bool, want int) {
 	t.Helper()
 	covered := map[string]map[string]bool{}
 	for _, sc := range scenarios {
 		_, route := srv.mux.Handler(httptestRequest(sc.method, expand.Replace(sc.path)))
-		if !isEvalRoute(route) {
-			t.Errorf("scenario %q reaches %q, not an evaluation route", sc.name, route)
+		if !isArea(route) {
+			t.Errorf("scenario %q reaches %q, a route of another area", sc.name, route)
 		}
 		if sc.kind == "" {
 			continue
@@ -266,7 +245,7 @@ func checkEvalCoverage(t *testing.T, srv *Server, scenarios []scenario, expand *
 	}
 	n := 0
 	for _, route := range srv.patterns {
-		if !isEvalRoute(route) {
+		if !isArea(route) {
 			continue
 		}
 		n++
@@ -276,8 +255,35 @@ func checkEvalCoverage(t *testing.T, srv *Server, scenarios []scenario, expand *
 			}
 		}
 	}
-	if n != 14 {
-		t.Errorf("%d evaluation routes registered, want 14", n)
+	if n != want {
+		t.Errorf("%d routes of the area registered, want %d", n, want)
+	}
+}
+
+// runScenarios runs scenarios against f, each as a subtest.
+func runScenarios(t *testing.T, f *fixture, scenarios []scenario, expand *strings.Replacer) {
+	t.Helper()
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			var body io.Reader
+			if sc.body != "" {
+				body = strings.NewReader(sc.body)
+			}
+			r := f.do(sc.method, expand.Replace(sc.path), sc.user, body, "Content-Type", "application/json")
+			if r.status != sc.status {
+				t.Fatalf("status %d, want %d\n%s", r.status, sc.status, r.body)
+			}
+			if ct := r.header.Get("Content-Type"); ct == "text/event-stream" {
+				r.header.Set("Content-Type", "application/x-event-stream-checked")
+			}
+			checkHeaders(t, r)
+			for _, re := range sc.want {
+				if !regexp.MustCompile(expand.Replace(re)).Match(r.body) {
+					t.Errorf("body does not match %s:\n%s", expand.Replace(re), r.body)
+				}
+			}
+			checkKind(t, sc, r)
+		})
 	}
 }
 

@@ -158,6 +158,14 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/eval/runs/{rid}/events", s.runEvents)
 	s.handle("POST /api/v1/eval/runs/{rid}/cancel", s.cancelRun)
 	s.handle("GET /api/v1/eval/runs/{rid}/compare/{other}", s.compareRuns)
+
+	// Benchmarks (benchmarks.go).
+	s.handle("POST /api/v1/benchmarks", s.createBenchmark)
+	s.handle("GET /api/v1/benchmarks", s.listBenchmarks)
+	s.handle("GET /api/v1/benchmarks/{id}", s.getBenchmark)
+	s.handle("DELETE /api/v1/benchmarks/{id}", s.deleteBenchmark)
+	s.handle("POST /api/v1/benchmarks/{id}/runs", s.runBenchmark)
+	s.handle("GET /api/v1/benchmarks/{id}/leaderboard", s.leaderboard)
 }
 
 // ServeHTTP adds the security headers, the body limit and a request log,
