@@ -480,6 +480,41 @@ describe('explorer', () => {
     await shot(page, 'eval-compare');
   });
 
+  test('a benchmark of the airline tasks: score the dataset from its leaderboard, see the accuracy there and on the home page', async () => {
+    const ds = (await api(srv.base, 'GET', '/datasets?name=airline')).datasets[0];
+    const bench = await api(srv.base, 'POST', '/benchmarks', {
+      name: 'airline-bench',
+      dataset: ds.id,
+      criteria: [{ name: 'solved', evaluator: 'code', expr: 'metadata.reward == 1' }],
+    });
+    // The expected accuracy, from the traces' own rewards: per task, the
+    // share of its trials solved; the mean over tasks.
+    const all = (await api(srv.base, 'GET', `/datasets/${ds.id}/traces?limit=1000`)).traces;
+    const tasks = new Map();
+    for (const t of all) {
+      const k = t.metadata.task_id;
+      const [n, ok] = tasks.get(k) ?? [0, 0];
+      tasks.set(k, [n + 1, ok + (t.metadata.reward === 1 ? 1 : 0)]);
+    }
+    const accuracy = [...tasks.values()].reduce((s, [n, ok]) => s + ok / n, 0) / tasks.size;
+    assert.equal(bench.item_count, tasks.size);
+    await page.goto(srv.base + '/');
+    const item = page.locator('.benchmarks .bench[data-benchmark="airline-bench@1"]');
+    await item.locator('.bench-toggle').click();
+    await item.locator('.leaderboard .muted:has-text("No dataset scored yet")').waitFor();
+    await item.locator('select[aria-label="dataset to score"]').selectOption(ds.id);
+    await item.locator('button.score-dataset').click();
+    const entry = item.locator('.leaderboard tr.entry[data-dataset="airline"]');
+    await entry.waitFor();
+    assert.equal(await entry.locator('.accuracy').textContent(), `${Math.round(accuracy * 1000) / 10}%`);
+    // The home page's metadata of the dataset shows the benchmark first.
+    const meta = page.locator('table.datasets tr[data-dataset="airline"] .meta-cell .kv');
+    await page.waitForFunction(() => /benchmark: airline-bench/.test(document.querySelector('table.datasets tr[data-dataset="airline"] .meta-cell')?.textContent ?? ''));
+    assert.match(await meta.nth(0).textContent(), /^benchmark: airline-bench$/);
+    assert.match(await meta.nth(2).textContent(), new RegExp(`^accuracy: ${Math.round(accuracy * 1000) / 1000}$`));
+    await shot(page, 'benchmark-leaderboard');
+  });
+
   test('a trace sent over OpenTelemetry grows on screen while its agent runs', async () => {
     const traceId = '7d1f0c0a9b8e4d3c2b1a09f8e7d6c5b4';
     const span = (id, name, start, attrs) => ({

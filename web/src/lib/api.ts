@@ -167,8 +167,35 @@ export const api = {
   datasetScores: async (datasetId: string, criterion: string) =>
     (await request<{ scores: Score[] }>('GET', `/datasets/${enc(datasetId)}/scores?criterion=${enc(criterion)}`)).scores,
   criteria: async (datasetId: string) => (await request<{ criteria: SavedCriterion[] }>('GET', `/datasets/${enc(datasetId)}/criteria`)).criteria,
+  benchmarks: async () => (await request<{ benchmarks: Benchmark[] }>('GET', '/benchmarks')).benchmarks,
+  leaderboard: async (id: string) => (await request<{ entries: BenchmarkResult[] }>('GET', `/benchmarks/${enc(id)}/leaderboard`)).entries,
+  /** runBenchmark scores a dataset of the caller's against a benchmark. */
+  runBenchmark: (id: string, datasetId: string) => request<BenchmarkResult>('POST', `/benchmarks/${enc(id)}/runs`, { dataset: datasetId }),
   raw: request,
 };
+
+/** Benchmark is one version of a named benchmark (internal/eval). */
+export interface Benchmark {
+  id: string;
+  owner: string;
+  name: string;
+  version: number;
+  description: string;
+  public: boolean;
+  key: string;
+  item_count: number;
+  created_at: string;
+}
+
+/** BenchmarkResult is a dataset's entry on a benchmark's leaderboard. */
+export interface BenchmarkResult {
+  dataset_id: string;
+  dataset: string;
+  owner: string;
+  accuracy: number;
+  summary: { tasks: number; covered: number; missing: number; traces: number; passed: number };
+  created_at: string;
+}
 
 /** SearchPage is a page of a dataset search: matching traces in index
  * order with their hits (addresses with code point ranges). */

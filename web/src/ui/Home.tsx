@@ -2,7 +2,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, decodeErrors, upload, type UploadProgress } from '../lib/api';
 import { datasetPath } from '../lib/router';
 import type { Dataset, DecodeError, Me, UploadResult } from '../lib/types';
-import { Confirm, fmtBytes, fmtTime, scalar, fmtInt } from './common';
+import { Benchmarks } from './Benchmarks';
+import { Confirm, fmtBytes, fmtTime, scalar, scalarEntries, fmtInt } from './common';
 
 export function Home(props: { me: Me | null }) {
   const [datasets, setDatasets] = useState<Dataset[] | null>(null);
@@ -43,8 +44,7 @@ export function Home(props: { me: Me | null }) {
                   <td class="num">{fmtInt(d.trace_count)}</td>
                   <td>{fmtTime(d.last_pushed)}</td>
                   <td class="meta-cell">
-                    {Object.entries(d.metadata ?? {})
-                      .filter(([, v]) => v === null || typeof v !== 'object')
+                    {scalarEntries(d.metadata)
                       .slice(0, 4)
                       .map(([k, v]) => (
                         <span class="kv">
@@ -65,6 +65,7 @@ export function Home(props: { me: Me | null }) {
           </table>
         )}
       </section>
+      <Benchmarks mine={canWrite ? (datasets ?? []).filter(mine) : []} onScored={load} />
       {canWrite && <Create onDone={load} />}
       {canWrite && <Upload datasets={(datasets ?? []).filter(mine)} onDone={load} />}
       {!canWrite && props.me && <p class="muted">Log in to create datasets and upload traces.</p>}

@@ -21,6 +21,26 @@ export function fmtBytes(n: number): string {
   return `${(n / (1 << 20)).toFixed(1)} MiB`;
 }
 
+/** fmtPercent writes 0.4237 as "42.4%". */
+export function fmtPercent(x: number): string {
+  return `${Math.round(x * 1000) / 10}%`;
+}
+
+/** The metadata a benchmark run writes come first, so they are never cut
+ * from a short list. */
+const firstKeys = ['benchmark', 'benchmark_version', 'accuracy'];
+
+/** scalarEntries are a metadata object's scalar members, the benchmark's
+ * first. */
+export function scalarEntries(meta: Record<string, unknown> | null | undefined): [string, unknown][] {
+  const all = Object.entries(meta ?? {}).filter(([, v]) => v === null || typeof v !== 'object');
+  const rank = (k: string) => {
+    const i = firstKeys.indexOf(k);
+    return i < 0 ? firstKeys.length : i;
+  };
+  return all.map((e, i) => [e, i] as const).sort((a, b) => rank(a[0][0]) - rank(b[0][0]) || a[1] - b[1]).map(([e]) => e);
+}
+
 /** scalar shows a metadata value in one short line. */
 export function scalar(v: unknown): string {
   if (v === null || v === undefined) return '';
