@@ -92,17 +92,7 @@ func TestBenchmarkCLI(t *testing.T) {
 }
 
 func TestBenchmarkReadmeExample(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(readme), "### Benchmarks\n")
-	if !ok {
-		t.Fatal("README has no Benchmarks section")
-	}
-	_, block, ok := strings.Cut(sec, "```yaml\n")
-	block, _, _ = strings.Cut(block, "```")
-	if !ok || block != benchmarkCriteria {
+	if block := fencedBlock(t, readmeSection(t, "### Benchmarks\n"), "yaml") + "\n"; block != benchmarkCriteria {
 		t.Errorf("README's benchmark criteria:\n%s\nwant:\n%s", block, benchmarkCriteria)
 	}
 }

@@ -284,22 +284,8 @@ func TestCheckInputs(t *testing.T) {
 // section (its policy, its trace and its command) and compares the output
 // with the one the README shows, so that the documentation stays true.
 func TestCheckReadmeExample(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(readme), "\n## Guardrails\n")
-	if !ok {
-		t.Fatal("README has no Guardrails section")
-	}
-	block := func(lang string) string {
-		_, rest, ok := strings.Cut(section, "\n```"+lang+"\n")
-		if !ok {
-			t.Fatalf("no %s block in the Guardrails section", lang)
-		}
-		body, _, _ := strings.Cut(rest, "\n```\n")
-		return body + "\n"
-	}
+	section := readmeSection(t, "\n## Guardrails\n")
+	block := func(lang string) string { return fencedBlock(t, section, lang) + "\n" }
 	dir := t.TempDir()
 	files := map[string]string{"rules.iv": block("python"), "demo.json": block("json")}
 	for name, content := range files {
@@ -328,4 +314,30 @@ func TestCheckReadmeExample(t *testing.T) {
 	if n := strings.Count(want, "\ntrace 0: ") + 1; n != 6 {
 		t.Errorf("the README example shows %d violations, want one per rule (6)", n)
 	}
+}
+
+// readmeSection is the README from heading on.
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), heading)
+	if !ok {
+		t.Fatalf("README has no %q", strings.TrimSpace(heading))
+	}
+	return section
+}
+
+// fencedBlock is the text of the first fenced block of language lang in
+// section, without its last newline.
+func fencedBlock(t *testing.T, section, lang string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(section, "\n```"+lang+"\n")
+	if !ok {
+		t.Fatalf("no %s block in the README section", lang)
+	}
+	body, _, _ := strings.Cut(rest, "\n```\n")
+	return body
 }

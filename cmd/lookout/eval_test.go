@@ -122,17 +122,7 @@ func evalExitCodes(t *testing.T, db string) {
 // TestEvalReadmeExample keeps the README's criteria file the one the exit
 // code test runs.
 func TestEvalReadmeExample(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(readme), "## Evaluation\n")
-	if !ok {
-		t.Fatal("README has no Evaluation section")
-	}
-	_, block, ok := strings.Cut(sec, "```yaml\n")
-	block, _, _ = strings.Cut(block, "```")
-	if !ok || block != issueCriteria {
+	if block := fencedBlock(t, readmeSection(t, "## Evaluation\n"), "yaml") + "\n"; block != issueCriteria {
 		t.Errorf("README's criteria file:\n%s\nwant:\n%s", block, issueCriteria)
 	}
 }

@@ -3,10 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -268,71 +266,12 @@ func TestPolicyScenarios(t *testing.T) {
 			pairs = append(pairs, "{"+k+"}", v)
 		}
 		expand := strings.NewReplacer(pairs...)
-		checkPolicyCoverage(t, f.srv, scenarios, expand)
-		for _, sc := range scenarios {
-			t.Run(sc.name, func(t *testing.T) {
-				var body io.Reader
-				if sc.body != "" {
-					body = strings.NewReader(sc.body)
-				}
-				r := f.do(sc.method, expand.Replace(sc.path), sc.user, body, "Content-Type", "application/json")
-				if r.status != sc.status {
-					t.Fatalf("status %d, want %d\n%s", r.status, sc.status, r.body)
-				}
-				if ct := r.header.Get("Content-Type"); ct == "text/event-stream" {
-					r.header.Set("Content-Type", "application/x-event-stream-checked")
-				}
-				checkHeaders(t, r)
-				for _, re := range sc.want {
-					if !regexp.MustCompile(expand.Replace(re)).Match(r.body) {
-						t.Errorf("body does not match %s:\n%s", expand.Replace(re), r.body)
-					}
-				}
-				checkKind(t, sc, r)
-			})
+		checkAreaCoverage(t, f.srv, scenarios, expand, isPolicyRoute, 7)
+		if !slices.Contains(f.srv.patterns, "POST /api/v1/policy/check") {
+			t.Error("POST /api/v1/policy/check is not registered")
 		}
+		runScenarios(t, f, scenarios, expand)
 	})
-}
-
-// checkPolicyCoverage fails unless every policy route has every case that
-// applies to it (the rule TestScenarios applies to the other routes).
-func checkPolicyCoverage(t *testing.T, srv *Server, scenarios []scenario, expand *strings.Replacer) {
-	t.Helper()
-	covered := map[string]map[string]bool{}
-	for _, sc := range scenarios {
-		_, route := srv.mux.Handler(httptestRequest(sc.method, expand.Replace(sc.path)))
-		if !isPolicyRoute(route) {
-			t.Errorf("scenario %q reaches %q, not a policy route", sc.name, route)
-		}
-		if sc.kind == "" {
-			continue
-		}
-		if !applies(route, sc.kind) {
-			t.Errorf("scenario %q is a %q case, which does not apply to %s", sc.name, sc.kind, route)
-		}
-		if covered[route] == nil {
-			covered[route] = map[string]bool{}
-		}
-		covered[route][sc.kind] = true
-	}
-	n := 0
-	for _, route := range srv.patterns {
-		if !isPolicyRoute(route) {
-			continue
-		}
-		n++
-		for _, k := range kinds {
-			if applies(route, k) && !covered[route][k] {
-				t.Errorf("%s has no %q scenario", route, k)
-			}
-		}
-	}
-	if n != 7 {
-		t.Errorf("%d policy routes registered, want 7", n)
-	}
-	if !slices.Contains(srv.patterns, "POST /api/v1/policy/check") {
-		t.Error("POST /api/v1/policy/check is not registered")
-	}
 }
 
 func httptestRequest(method, path string) *http.Request {
