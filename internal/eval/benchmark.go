@@ -96,40 +96,69 @@ type SourceTrace struct {
 // gives references by hand and wins over refPath. A trace without the key
 // is an error naming it, and so is a reference for a task no trace has.
 func SelectItems(traces []SourceTrace, key, refPath string, refs map[string]json.RawMessage) ([]Item, error) {
+	sel, err := NewItemSelector(key, refPath, refs)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range traces {
+		if err := sel.Add(st); err != nil {
+			return nil, err
+		}
+	}
+	return sel.Items()
+}
+
+// ItemSelector is SelectItems one trace at a time, so that a selection of
+// a whole large dataset never holds more than one of its traces.
+type ItemSelector struct {
+	key, refPath string
+	refs         map[string]json.RawMessage
+	seen         map[string]bool
+	items        []Item
+}
+
+// NewItemSelector starts a selection.
+func NewItemSelector(key, refPath string, refs map[string]json.RawMessage) (*ItemSelector, error) {
 	if key == "" {
 		return nil, errors.New("a benchmark needs a task key (the metadata member naming each task)")
 	}
-	seen := map[string]bool{}
-	items := []Item{}
-	for _, st := range traces {
-		k, ok := TaskKey(st.Trace.Metadata, key)
-		if !ok {
-			return nil, fmt.Errorf("trace %d (%s) has no task key: its metadata has no string or number at %q", st.Index, st.ID, key)
-		}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		it := Item{Key: k, TraceID: st.ID, Input: firstUserText(st.Trace)}
-		if refPath != "" {
-			if v, ok := MetaValue(st.Trace.Metadata, refPath); ok {
-				it.Reference = trace.Compact(v)
-			}
-		}
-		if v, ok := refs[k]; ok {
+	return &ItemSelector{key: key, refPath: refPath, refs: refs, seen: map[string]bool{}, items: []Item{}}, nil
+}
+
+// Add takes the next trace of the selection.
+func (sel *ItemSelector) Add(st SourceTrace) error {
+	k, ok := TaskKey(st.Trace.Metadata, sel.key)
+	if !ok {
+		return fmt.Errorf("trace %d (%s) has no task key: its metadata has no string or number at %q", st.Index, st.ID, sel.key)
+	}
+	if sel.seen[k] {
+		return nil
+	}
+	sel.seen[k] = true
+	it := Item{Key: k, TraceID: st.ID, Input: firstUserText(st.Trace)}
+	if sel.refPath != "" {
+		if v, ok := MetaValue(st.Trace.Metadata, sel.refPath); ok {
 			it.Reference = trace.Compact(v)
 		}
-		items = append(items, it)
 	}
-	for k := range refs {
-		if !seen[k] {
+	if v, ok := sel.refs[k]; ok {
+		it.Reference = trace.Compact(v)
+	}
+	sel.items = append(sel.items, it)
+	return nil
+}
+
+// Items ends the selection.
+func (sel *ItemSelector) Items() ([]Item, error) {
+	for k := range sel.refs {
+		if !sel.seen[k] {
 			return nil, fmt.Errorf("references: task %q is not among the selected traces", k)
 		}
 	}
-	if len(items) == 0 {
+	if len(sel.items) == 0 {
 		return nil, errors.New("a benchmark needs at least one task: the selection is empty")
 	}
-	return items, nil
+	return sel.items, nil
 }
 
 func firstUserText(t *trace.Trace) string {

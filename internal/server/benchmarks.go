@@ -184,18 +184,28 @@ func (s *Server) createBenchmark(w http.ResponseWriter, r *http.Request, p *prin
 			return err
 		}
 	}
-	var src []eval.SourceTrace
+	sel, err := eval.NewItemSelector(key, refPath, refs)
+	if err != nil {
+		return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s", err.Error())
+	}
+	// A hand-picked id that is missing and one of another dataset get the
+	// same answer, so that ids of other users' traces cannot be probed.
+	notInDataset := func(id string) error {
+		return errorf(http.StatusUnprocessableEntity, codeInvalid, "trace %s is not in dataset %s", id, d.Name)
+	}
 	err = s.loadTraces(r.Context(), ids, func(st store.StoredTrace) error {
 		if st.DatasetID != d.ID {
-			return errorf(http.StatusUnprocessableEntity, codeInvalid, "trace %s is not in dataset %s", st.ID, d.Name)
+			return notInDataset(st.ID)
 		}
-		src = append(src, eval.SourceTrace{ID: st.ID, Index: st.Index, Trace: st.Trace})
+		if err := sel.Add(eval.SourceTrace{ID: st.ID, Index: st.Index, Trace: st.Trace}); err != nil {
+			return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s", err.Error())
+		}
 		return nil
-	}, false)
+	}, notInDataset)
 	if err != nil {
 		return err
 	}
-	items, err := eval.SelectItems(src, key, refPath, refs)
+	items, err := sel.Items()
 	if err != nil {
 		return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s", err.Error())
 	}
@@ -289,9 +299,10 @@ func (s *Server) runBenchmark(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
+	skipDeleted := func(string) error { return nil } // deleted while the run read the others
 	if err := s.loadTraces(r.Context(), ids, func(st store.StoredTrace) error {
 		return sc.Add(r.Context(), st.ID, st.Trace)
-	}, true); err != nil {
+	}, skipDeleted); err != nil {
 		return err
 	}
 	sum, per := sc.Result()
@@ -385,9 +396,9 @@ func (s *Server) searchIDs(ctx context.Context, datasetID string, q *search.Quer
 }
 
 // loadTraces reads traces by id, several at once, and hands them to fn in
-// the order of ids. A trace deleted meanwhile is passed over when
-// skipMissing, else it is an error naming it.
-func (s *Server) loadTraces(ctx context.Context, ids []string, fn func(store.StoredTrace) error, skipMissing bool) error {
+// the order of ids; for an id that names no trace it calls missing, and
+// stops at the first error of either.
+func (s *Server) loadTraces(ctx context.Context, ids []string, fn func(store.StoredTrace) error, missing func(id string) error) error {
 	const window, workers = 256, 4
 	got := make([]store.StoredTrace, window)
 	errs := make([]error, window)
@@ -411,10 +422,10 @@ func (s *Server) loadTraces(ctx context.Context, ids []string, fn func(store.Sto
 		wg.Wait()
 		for i := range chunk {
 			if errors.Is(errs[i], store.ErrNotFound) {
-				if skipMissing {
-					continue
+				if err := missing(chunk[i]); err != nil {
+					return err
 				}
-				return errorf(http.StatusUnprocessableEntity, codeInvalid, "trace %s not found", chunk[i])
+				continue
 			}
 			if errs[i] != nil {
 				return errs[i]

@@ -46,9 +46,9 @@ func TestBenchmarkScenarios(t *testing.T) {
 			[{"role": "user", "content": "6*7?"}, {"role": "assistant", "content": "It is 42."}],
 			[{"role": "user", "content": "capital of France?"}, {"role": "assistant", "content": "Lyon"}]],
 			"metadata": [{"task_id": 1, "reward": 1}, {"task_id": 2, "reward": 1}]}`)
-		f.push("bob", `{"dataset": "bob-agent", "messages": [[{"role": "user", "content": "6*7?"}, {"role": "assistant", "content": "42"}],
+		ids["bt"] = f.push("bob", `{"dataset": "bob-agent", "messages": [[{"role": "user", "content": "6*7?"}, {"role": "assistant", "content": "42"}],
 			[{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]],
-			"metadata": [{"task_id": 1, "reward": 1}, {"task_id": 3.0, "reward": 1}]}`)
+			"metadata": [{"task_id": 1, "reward": 1}, {"task_id": 3.0, "reward": 1}]}`)[0]
 		var b struct{ ID string }
 		f.must(201, "POST", "/api/v1/benchmarks", "alice", `{"name": "quiz", "dataset": "`+ids["tasks"]+`", "reference": "answer", "criteria": `+quizCriteria+`}`).json(t, &b)
 		ids["quiz"] = b.ID
@@ -76,7 +76,9 @@ func TestBenchmarkScenarios(t *testing.T) {
 			{name: "create: query and trace ids", method: "POST", path: "/api/v1/benchmarks", user: "alice",
 				body: create(`, "query": "x", "trace_ids": []`), status: 422, want: []string{`not both`}},
 			{name: "create: a trace of another dataset", method: "POST", path: "/api/v1/benchmarks", user: "alice",
-				body: create(`, "trace_ids": ["{unknown}"]`), status: 422, want: []string{`trace {unknown} not found`}},
+				body: create(`, "trace_ids": ["{unknown}"]`), status: 422, want: []string{`trace {unknown} is not in dataset tasks`}},
+			{name: "create: a trace of another user's dataset is answered as a missing one", method: "POST", path: "/api/v1/benchmarks", user: "alice",
+				body: create(`, "trace_ids": ["{bt}"]`), status: 422, want: []string{`trace {bt} is not in dataset tasks`}},
 			{name: "create: traces without the key", method: "POST", path: "/api/v1/benchmarks", user: "alice",
 				body: create(`, "key": "nope"`), status: 422, want: []string{`trace 0 \({t1}\) has no task key`}},
 			{name: "create: a reference for a task not selected", method: "POST", path: "/api/v1/benchmarks", user: "alice",
