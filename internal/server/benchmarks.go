@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 //	GET    /api/v1/benchmarks/{id}             → the version with its criteria and tasks
 //	DELETE /api/v1/benchmarks/{id}             → 204 (its results go too)
 //	POST   /api/v1/benchmarks/{id}/runs        {"dataset"} → 201 the dataset's result; its metadata gets benchmark, benchmark_version, accuracy
+//	                                           (Accept: text/event-stream: "progress" events, then "done" with the result)
 //	GET    /api/v1/benchmarks/{id}/leaderboard ?items=true → {"benchmark", "entries": [...]} best first
 
 type benchmarkJSON struct {
@@ -267,6 +269,9 @@ func (s *Server) deleteBenchmark(w http.ResponseWriter, r *http.Request, p *prin
 // runBenchmark scores a dataset against a benchmark version, stores the
 // result (replacing the dataset's earlier one) and writes the accuracy
 // into the dataset's metadata, where the explorer's home page shows it.
+// With "Accept: text/event-stream" the answer is 200 and a stream of
+// "progress" events {done, total}, then "done" with the result (or
+// "error"), as for uploads.
 func (s *Server) runBenchmark(w http.ResponseWriter, r *http.Request, p *principal) error {
 	b, err := s.readableBenchmark(r, p, r.PathValue("id"))
 	if err != nil {
@@ -283,42 +288,94 @@ func (s *Server) runBenchmark(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
+	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		res, err := s.scoreDataset(r.Context(), b, d, nil)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusCreated, toResultJSON(res, true))
+		return nil
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	event := func(name string, v any) {
+		enc, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, enc)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	last := time.Time{}
+	res, err := s.scoreDataset(r.Context(), b, d, func(done, total int) {
+		if done < total && time.Since(last) < 250*time.Millisecond {
+			return
+		}
+		last = time.Now()
+		event("progress", map[string]int{"done": done, "total": total})
+	})
+	if err != nil {
+		ae := toAPIError(err)
+		if ae.Status >= 500 {
+			s.log.ErrorContext(r.Context(), "benchmark run failed", "benchmark", b.ID, "dataset", d.ID, "err", err)
+		}
+		event("error", map[string]any{"error": map[string]any{"code": ae.Code, "message": ae.Message, "details": ae.Details}})
+		return nil
+	}
+	event("done", toResultJSON(res, true))
+	return nil
+}
+
+// scoreDataset grades every trace of d against b and stores the result;
+// progress, when not nil, hears of every trace read.
+func (s *Server) scoreDataset(ctx context.Context, b store.Benchmark, d store.Dataset, progress func(done, total int)) (store.BenchmarkResult, error) {
 	var cs []eval.Criterion
 	var items []eval.Item
 	if err := json.Unmarshal(b.Criteria, &cs); err != nil {
-		return fmt.Errorf("benchmark %s: criteria: %w", b.ID, err)
+		return store.BenchmarkResult{}, fmt.Errorf("benchmark %s: criteria: %w", b.ID, err)
 	}
 	if err := json.Unmarshal(b.Items, &items); err != nil {
-		return fmt.Errorf("benchmark %s: items: %w", b.ID, err)
+		return store.BenchmarkResult{}, fmt.Errorf("benchmark %s: items: %w", b.ID, err)
 	}
 	sc, err := eval.NewScorer(cs, items, b.Key, s.llm)
 	if err != nil {
-		return criteriaError(err)
+		return store.BenchmarkResult{}, criteriaError(err)
 	}
-	ids, err := s.datasetTraceIDs(r.Context(), d.ID)
+	ids, err := s.datasetTraceIDs(ctx, d.ID)
 	if err != nil {
-		return err
+		return store.BenchmarkResult{}, err
 	}
-	skipDeleted := func(string) error { return nil } // deleted while the run read the others
-	if err := s.loadTraces(r.Context(), ids, func(st store.StoredTrace) error {
-		return sc.Add(r.Context(), st.ID, st.Trace)
-	}, skipDeleted); err != nil {
-		return err
+	done := 0
+	count := func() {
+		done++
+		if progress != nil {
+			progress(done, len(ids))
+		}
+	}
+	err = s.loadTraces(ctx, ids, func(st store.StoredTrace) error {
+		defer count()
+		return sc.Add(ctx, st.ID, st.Trace)
+	}, func(string) error {
+		count() // deleted while the run read the others
+		return nil
+	})
+	if err != nil {
+		return store.BenchmarkResult{}, err
 	}
 	sum, per := sc.Result()
 	summary, _ := json.Marshal(sum)
 	perJSON, _ := json.Marshal(per)
-	res, err := s.st.AddBenchmarkResult(r.Context(), store.BenchmarkResult{BenchmarkID: b.ID, DatasetID: d.ID,
+	res, err := s.st.AddBenchmarkResult(ctx, store.BenchmarkResult{BenchmarkID: b.ID, DatasetID: d.ID,
 		Accuracy: sum.Accuracy, Summary: summary, Items: perJSON})
 	if err != nil {
-		return err
+		return store.BenchmarkResult{}, err
 	}
 	meta, _ := json.Marshal(map[string]any{"benchmark": b.Name, "benchmark_version": b.Version, "accuracy": sum.Accuracy})
-	if _, err := s.st.SetDatasetMetadata(r.Context(), d.ID, meta, false); err != nil {
-		return fmt.Errorf("benchmark result stored, but the dataset's metadata was not updated: %w", err)
+	if _, err := s.st.SetDatasetMetadata(ctx, d.ID, meta, false); err != nil {
+		return store.BenchmarkResult{}, fmt.Errorf("benchmark result stored, but the dataset's metadata was not updated: %w", err)
 	}
-	writeJSON(w, http.StatusCreated, toResultJSON(res, true))
-	return nil
+	return res, nil
 }
 
 func (s *Server) leaderboard(w http.ResponseWriter, r *http.Request, p *principal) error {

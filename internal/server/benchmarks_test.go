@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -277,6 +279,21 @@ func TestBenchmarkTauBench(t *testing.T) {
 		}
 		if both.Accuracy > full.Accuracy || rule.Failed == 0 || rule.Passed+rule.Failed != len(tau) {
 			t.Errorf("with the rule: accuracy %v (solved alone %v), no-cancel %+v", both.Accuracy, full.Accuracy, rule)
+		}
+
+		// With server-sent events: progress up to every trace, then the same
+		// result.
+		stream := f.do("POST", "/api/v1/benchmarks/"+solvedOnly.ID+"/runs", "alice", strings.NewReader(`{"dataset": "`+src+`"}`),
+			"Content-Type", "application/json", "Accept", "text/event-stream")
+		events := regexp.MustCompile(`(?m)^event: (\w+)\ndata: (.*)$`).FindAllStringSubmatch(string(stream.body), -1)
+		if stream.status != 200 || len(events) < 2 {
+			t.Fatalf("stream: %d %s", stream.status, stream.body)
+		}
+		last, final := events[len(events)-2], events[len(events)-1]
+		var streamed result
+		if last[1] != "progress" || last[2] != fmt.Sprintf(`{"done":%d,"total":%d}`, len(tau), len(tau)) ||
+			final[1] != "done" || json.Unmarshal([]byte(final[2]), &streamed) != nil || streamed.Accuracy != full.Accuracy {
+			t.Errorf("stream ends with %q then %q", last, final)
 		}
 
 		// The leaderboard of version 2: the full run first; the datasets'

@@ -1,5 +1,6 @@
 // A thin client of the /api/v1 JSON API. Requests go to the same origin,
 // so the session cookie and local mode apply.
+import { readSSE } from './sse';
 import type { Annotation, Dataset, DecodeError, Me, Trace, TraceSummary, UploadResult } from './types';
 
 export class ApiError extends Error {
@@ -169,8 +170,29 @@ export const api = {
   criteria: async (datasetId: string) => (await request<{ criteria: SavedCriterion[] }>('GET', `/datasets/${enc(datasetId)}/criteria`)).criteria,
   benchmarks: async () => (await request<{ benchmarks: Benchmark[] }>('GET', '/benchmarks')).benchmarks,
   leaderboard: async (id: string) => (await request<{ entries: BenchmarkResult[] }>('GET', `/benchmarks/${enc(id)}/leaderboard`)).entries,
-  /** runBenchmark scores a dataset of the caller's against a benchmark. */
-  runBenchmark: (id: string, datasetId: string) => request<BenchmarkResult>('POST', `/benchmarks/${enc(id)}/runs`, { dataset: datasetId }),
+  /** runBenchmark scores a dataset of the caller's against a benchmark,
+   * reporting progress from the server's event stream. */
+  runBenchmark: async (id: string, datasetId: string, progress: (done: number, total: number) => void) => {
+    const res = await fetch(`/api/v1/benchmarks/${enc(id)}/runs`, {
+      method: 'POST',
+      headers: { Accept: 'text/event-stream', 'Content-Type': 'application/json' },
+      credentials: 'same-origin',
+      body: JSON.stringify({ dataset: datasetId }),
+    });
+    if (!res.ok) {
+      const j = await res.json().catch(() => ({}));
+      throw new ApiError(res.status, j?.error?.code ?? 'error', j?.error?.message ?? `benchmark run: ${res.status}`);
+    }
+    let result: BenchmarkResult | null = null;
+    let failure = '';
+    await readSSE(res, (ev, d) => {
+      if (ev === 'progress') progress(d.done, d.total);
+      else if (ev === 'done') result = d;
+      else if (ev === 'error') failure = d?.error?.message ?? 'the run failed';
+    });
+    if (!result) throw new Error(failure || 'the run ended without a result');
+    return result as BenchmarkResult;
+  },
   raw: request,
 };
 

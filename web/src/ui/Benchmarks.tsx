@@ -44,7 +44,7 @@ function Leaderboard(props: { bench: Benchmark; mine: Dataset[]; onScored: () =>
   const [entries, setEntries] = useState<BenchmarkResult[] | null>(null);
   const [err, setErr] = useState('');
   const [pick, setPick] = useState('');
-  const [busy, setBusy] = useState(false);
+  const [busy, setBusy] = useState<string | null>(null);
   const load = () => api.leaderboard(props.bench.id).then(setEntries, (e) => setErr(e.message));
   useEffect(() => {
     load();
@@ -91,16 +91,16 @@ function Leaderboard(props: { bench: Benchmark; mine: Dataset[]; onScored: () =>
           onSubmit={(ev) => {
             ev.preventDefault();
             if (!pick) return;
-            setBusy(true);
+            setBusy('Scoring…');
             setErr('');
-            api.runBenchmark(props.bench.id, pick).then(
+            api.runBenchmark(props.bench.id, pick, (done, total) => setBusy(`Scoring ${fmtInt(done)}/${fmtInt(total)}…`)).then(
               () => {
-                setBusy(false);
+                setBusy(null);
                 load();
                 props.onScored();
               },
               (e) => {
-                setBusy(false);
+                setBusy(null);
                 setErr(e.message);
               },
             );
@@ -114,9 +114,10 @@ function Leaderboard(props: { bench: Benchmark; mine: Dataset[]; onScored: () =>
               </option>
             ))}
           </select>
-          <button type="submit" class="score-dataset" disabled={!pick || busy}>
-            {busy ? 'Scoring…' : 'Score'}
+          <button type="submit" class="score-dataset" disabled={!pick || busy !== null}>
+            Score
           </button>
+          {busy && <span class="muted bench-progress">{busy}</span>}
         </form>
       )}
     </div>
