@@ -30,6 +30,8 @@ pass/fail criterion (a task without traces scores 0). See README
 	return cmd
 }
 
+// cmdContext is the command's context, or a background one when it has
+// none (a command run without ExecuteContext, as in tests).
 func cmdContext(cmd *cobra.Command) context.Context {
 	if ctx := cmd.Context(); ctx != nil {
 		return ctx

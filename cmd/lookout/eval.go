@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,10 +56,7 @@ or was cancelled, or a usage error. Usable as a CI gate for agents.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
+			ctx := cmdContext(cmd)
 			d, err := c.FindDataset(ctx, dataset)
 			if err != nil {
 				return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"os"
 
@@ -31,10 +30,7 @@ Exit status: 0 on success, 2 on errors (such as an unknown dataset).`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
+			ctx := cmdContext(cmd)
 			d, err := c.FindDataset(ctx, dataset)
 			if err != nil {
 				return err

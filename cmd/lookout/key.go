@@ -34,10 +34,7 @@ created with lookout user create, or the local user while the database has
 no users (local mode). Standard error says whose key it is.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
+			ctx := cmdContext(cmd)
 			st, err := openStore(ctx, db)
 			if err != nil {
 				return fmt.Errorf("opening database %s: %w", redactDB(db), err)

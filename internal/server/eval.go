@@ -468,15 +468,8 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, p *principal)
 	var name string
 	var rawCriteria json.RawMessage
 	if _, err := decodeBody(r, map[string]member{
-		"name": str(&name, "name"),
-		"criteria": func(js *jsonscan.Scanner) error {
-			if err := js.Expect(jsonscan.Array, "criteria (a list of criteria)"); err != nil {
-				return err
-			}
-			v, err := js.Raw()
-			rawCriteria = v
-			return err
-		},
+		"name":     str(&name, "name"),
+		"criteria": rawArray(&rawCriteria, "criteria (a list of criteria)"),
 	}); err != nil {
 		return err
 	}
