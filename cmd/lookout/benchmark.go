@@ -72,12 +72,7 @@ dataset, traces without the key, or a usage error.`,
 			if nb.Criteria, err = json.Marshal(cs); err != nil {
 				return err
 			}
-			c, err := sf.client()
-			if err != nil {
-				return err
-			}
-			ctx := cmdContext(cmd)
-			d, err := c.FindDataset(ctx, dataset)
+			c, ctx, d, err := sf.dataset(cmd, dataset)
 			if err != nil {
 				return err
 			}

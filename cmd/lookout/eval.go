@@ -52,12 +52,7 @@ or was cancelled, or a usage error. Usable as a CI gate for agents.`,
 			if err != nil {
 				return err
 			}
-			c, err := sf.client()
-			if err != nil {
-				return err
-			}
-			ctx := cmdContext(cmd)
-			d, err := c.FindDataset(ctx, dataset)
+			c, ctx, d, err := sf.dataset(cmd, dataset)
 			if err != nil {
 				return err
 			}

@@ -26,12 +26,7 @@ Exit status: 0 on success, 2 on errors (such as an unknown dataset).`,
 			if format != "invariant" && format != "canonical" {
 				return fmt.Errorf("--format must be invariant or canonical, not %q", format)
 			}
-			c, err := sf.client()
-			if err != nil {
-				return err
-			}
-			ctx := cmdContext(cmd)
-			d, err := c.FindDataset(ctx, dataset)
+			c, ctx, d, err := sf.dataset(cmd, dataset)
 			if err != nil {
 				return err
 			}

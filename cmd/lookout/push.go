@@ -30,6 +30,18 @@ func (f *serverFlags) add(cmd *cobra.Command) {
 	_ = cmd.MarkFlagRequired("server")
 }
 
+// dataset connects to the server and finds the dataset name there (the
+// caller's own, else the one public dataset of that name).
+func (f *serverFlags) dataset(cmd *cobra.Command, name string) (*client.Client, context.Context, client.Dataset, error) {
+	c, err := f.client()
+	if err != nil {
+		return nil, nil, client.Dataset{}, err
+	}
+	ctx := cmdContext(cmd)
+	d, err := c.FindDataset(ctx, name)
+	return c, ctx, d, err
+}
+
 func (f *serverFlags) client() (*client.Client, error) {
 	key := f.apiKey
 	if key == "" {
