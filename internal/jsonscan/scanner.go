@@ -335,6 +335,10 @@ func (s *Scanner) readString() (string, error) {
 	ascii := true
 	for i < len(s.data) {
 		c := s.data[i]
+		if plain[c] {
+			i++
+			continue
+		}
 		if c == '"' {
 			s.pos = i + 1
 			b := s.data[start:i]
@@ -359,6 +363,17 @@ func (s *Scanner) readString() (string, error) {
 	return "", s.Errorf("unexpected end of JSON input in string")
 }
 
+// plain marks the bytes that a string can hold as they are and that need no
+// second look: printable ASCII but the quote and the backslash. A lookup per
+// byte is faster than the comparisons it replaces, in the loops that walk
+// every byte of every string.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // closingQuote returns the offset of the quote that ends the string holding
 // offset i (past any escaped quotes), or len(data) when there is none.
 func closingQuote(data []byte, i int) int {
@@ -382,13 +397,14 @@ func closingQuote(data []byte, i int) int {
 func (s *Scanner) readEscaped(start, i int) (string, error) {
 	// Unescaping never lengthens a string, so the bytes up to the closing
 	// quote are enough room: one allocation, no regrowing for long texts.
-	buf := make([]byte, 0, closingQuote(s.data, i)-start)
-	buf = append(buf, s.data[start:i]...)
+	buf := make([]byte, closingQuote(s.data, i)-start)
+	n := copy(buf, s.data[start:i])
 	for i < len(s.data) {
 		c := s.data[i]
 		switch {
 		case c == '"':
 			s.pos = i + 1
+			buf = buf[:n]
 			if !utf8.Valid(buf) {
 				return toValidUTF8(buf), nil
 			}
@@ -401,10 +417,10 @@ func (s *Scanner) readEscaped(start, i int) (string, error) {
 		case c != '\\':
 			// Copy the run up to the next quote or backslash in one go.
 			j := i + 1
-			for j < len(s.data) && s.data[j] != '"' && s.data[j] != '\\' && s.data[j] >= 0x20 {
+			for j < len(s.data) && (plain[s.data[j]] || s.data[j] >= 0x80) {
 				j++
 			}
-			buf = append(buf, s.data[i:j]...)
+			n += copy(buf[n:], s.data[i:j])
 			i = j
 			continue
 		}
@@ -414,17 +430,23 @@ func (s *Scanner) readEscaped(start, i int) (string, error) {
 		e := s.data[i+1]
 		switch e {
 		case '"', '\\', '/':
-			buf = append(buf, e)
+			buf[n] = e
+			n++
 		case 'b':
-			buf = append(buf, '\b')
+			buf[n] = '\b'
+			n++
 		case 'f':
-			buf = append(buf, '\f')
+			buf[n] = '\f'
+			n++
 		case 'n':
-			buf = append(buf, '\n')
+			buf[n] = '\n'
+			n++
 		case 'r':
-			buf = append(buf, '\r')
+			buf[n] = '\r'
+			n++
 		case 't':
-			buf = append(buf, '\t')
+			buf[n] = '\t'
+			n++
 		case 'u':
 			r, ok := hex4(s.data, i+2)
 			if !ok {
@@ -435,14 +457,14 @@ func (s *Scanner) readEscaped(start, i int) (string, error) {
 			if utf16.IsSurrogate(r) {
 				if r2, ok := hex4(s.data, i+2); ok && i+1 < len(s.data) && s.data[i] == '\\' && s.data[i+1] == 'u' {
 					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-						buf = utf8.AppendRune(buf, dec)
+						n += utf8.EncodeRune(buf[n:], dec)
 						i += 6
 						continue
 					}
 				}
 				r = utf8.RuneError
 			}
-			buf = utf8.AppendRune(buf, r)
+			n += utf8.EncodeRune(buf[n:], r)
 			continue
 		default:
 			s.pos = i
@@ -715,25 +737,30 @@ func Valid(data []byte) bool {
 // white space removed. Callers keep raw values compact so that JSONL output
 // never spans lines.
 func AppendCompact(dst, raw []byte) []byte {
-	inString := false
 	start := 0
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
+	for i := 0; i < len(raw); {
+		switch raw[i] {
 		case '"':
-			inString = true
+			// Jump to the closing quote: strings hold no insignificant space.
+			i++
+			for i < len(raw) {
+				if c := raw[i]; c == '\\' {
+					i += 2
+				} else if c == '"' {
+					break
+				} else {
+					i++
+				}
+			}
+			i++
 		case ' ', '\t', '\n', '\r':
 			dst = append(dst, raw[start:i]...)
-			start = i + 1
+			for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+				i++
+			}
+			start = i
+		default:
+			i++
 		}
 	}
 	return append(dst, raw[start:]...)

@@ -126,38 +126,87 @@ func (vr *ValueReader) EnterArray() {
 // or io.EOF after its closing ']'. what names the array in errors ("the list
 // of runs").
 func (vr *ValueReader) NextElement(index int, what string) (Value, error) {
-	if err := vr.skipSpace(); err != nil {
+	if err := vr.StartElement(index, what); err != nil {
 		return Value{}, err
 	}
+	return vr.TakeElement(index)
+}
+
+// StartElement moves past the separator before element index of the array
+// entered with EnterArray, to the element's first byte; io.EOF after the
+// closing ']'. Then either TakeElement reads the element, or the caller
+// decodes it from Ahead's bytes and moves past it with Consume.
+func (vr *ValueReader) StartElement(index int, what string) error {
+	if err := vr.skipSpace(); err != nil {
+		return err
+	}
 	if vr.beg == vr.end {
-		return Value{}, vr.errAt(0, "unexpected end of input inside %s", what)
+		return vr.errAt(0, "unexpected end of input inside %s", what)
 	}
 	switch c := vr.buf[vr.beg]; {
 	case c == ']':
 		vr.beg++
 		vr.col++
-		return Value{}, io.EOF
+		return io.EOF
 	case index > 0 && c != ',':
-		return Value{}, vr.errAt(0, "expected ',' or ']' after element %d of %s", index-1, what)
+		return vr.errAt(0, "expected ',' or ']' after element %d of %s", index-1, what)
 	case index > 0:
 		vr.beg++
 		vr.col++
 		if err := vr.skipSpace(); err != nil {
-			return Value{}, err
+			return err
 		}
 		if vr.beg == vr.end {
-			return Value{}, vr.errAt(0, "unexpected end of input inside %s", what)
+			return vr.errAt(0, "unexpected end of input inside %s", what)
 		}
 		if vr.buf[vr.beg] == ']' {
-			return Value{}, vr.errAt(0, "expected element %d of %s after ',', not ']'", index, what)
+			return vr.errAt(0, "expected element %d of %s after ',', not ']'", index, what)
 		}
 	}
+	return nil
+}
+
+// TakeElement returns the value at the reader's position (after
+// StartElement) as element index.
+func (vr *ValueReader) TakeElement(index int) (Value, error) {
 	n, err := vr.scanValue()
 	if err != nil {
 		return Value{}, err
 	}
 	return vr.take(n, index), nil
 }
+
+// Ahead returns the unread input in memory, reading on until it holds at
+// least min bytes or the input ends; complete reports that it holds all the
+// rest of the input. It lets a decoder parse a value in place, without
+// the structural pass of TakeElement: a decoder that runs out of bytes asks
+// again with a larger min, or falls back to TakeElement. The bytes are valid
+// until the next call that reads.
+func (vr *ValueReader) Ahead(min int) (data []byte, complete bool) {
+	if vr.MaxValue > 0 && min > vr.MaxValue {
+		min = vr.MaxValue
+	}
+	if need := vr.beg - vr.keepFrom() + min; need > cap(vr.buf) {
+		nb := make([]byte, 0, need)
+		keep := vr.keepFrom()
+		nb = append(nb, vr.buf[keep:vr.end]...)
+		vr.buf = nb
+		vr.end -= keep
+		vr.beg -= keep
+		if vr.mark != nil {
+			vr.mark.beg -= keep
+		}
+	}
+	for vr.end-vr.beg < min && !vr.eof && vr.err == nil {
+		if vr.fill() != nil {
+			break
+		}
+	}
+	return vr.buf[vr.beg:vr.end], vr.eof && vr.err == nil
+}
+
+// Consume moves past n bytes of a value decoded from Ahead's bytes.
+func (vr *ValueReader) Consume(n int) { vr.take(n, 0) }
 
 // skipSpace moves past white space (and a UTF-8 byte order mark at the very
 // start), reading more input as needed.

@@ -182,3 +182,17 @@ func TestAllocsPerEventFlat(t *testing.T) {
 		t.Errorf("allocations per event grow with trace length: %v", per)
 	}
 }
+
+// BenchmarkDecodeRunList decodes the tau-bench file as it is: a pretty-printed
+// list of 200 runs, the input of the `lookout check` goal.
+func BenchmarkDecodeRunList(b *testing.B) {
+	data := readCorpus(b, "openai/tau-bench/gpt-4o-airline.json")
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		traces, _ := decodeCount(b, data)
+		if traces != 200 {
+			b.Fatalf("%d traces, want 200", traces)
+		}
+	}
+}

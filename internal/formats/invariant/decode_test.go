@@ -2,11 +2,13 @@ package invariant
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
@@ -527,5 +529,68 @@ func TestScanKeys(t *testing.T) {
 		if strings.Join(got, " ") != tc.keys || ok != tc.ok {
 			t.Errorf("%s: keys %q ok %v, want %q %v", tc.in, strings.Join(got, " "), ok, tc.keys, tc.ok)
 		}
+	}
+}
+
+// TestRunListInPlace: elements of a list of runs decoded in place from the
+// reader's buffer (runInPlace) equal the same elements decoded alone by the
+// structural path, whatever the reader's read sizes, for runs larger than
+// the first read-ahead and larger than the largest, and errors after them
+// are placed as before.
+func TestRunListInPlace(t *testing.T) {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(readCorpus(t, "openai/tau-bench/gpt-4o-airline.json"), &elems); err != nil {
+		t.Fatal(err)
+	}
+	elems = elems[:20]
+	big := func(n int) json.RawMessage {
+		return json.RawMessage(`{"traj": [{"role": "user", "content": "` + strings.Repeat(`a\"b `, n/5) + `"}], "task_id": "big"}`)
+	}
+	elems = append(elems, big(minInPlace*3), elems[0], big(maxInPlace+1), elems[1])
+	var in bytes.Buffer
+	in.WriteString("[\n")
+	for i, e := range elems {
+		if i > 0 {
+			in.WriteString(",\n")
+		}
+		in.Write(e)
+	}
+	in.WriteString(",\n")
+	brokenLine := bytes.Count(in.Bytes(), []byte("\n")) + 1
+	in.WriteString("{\"traj\": [{\"role\": 5}]}\n]")
+	var want [][]byte
+	for i, e := range elems {
+		got := decodeAll(t, append(append([]byte("["), e...), ']'), "one.json")
+		if len(got.errs) > 0 || len(got.traces) != 1 {
+			t.Fatalf("element %d alone: %v", i, got.errs)
+		}
+		want = append(want, trace.AppendTrace(nil, got.traces[0]))
+	}
+	readers := map[string]func([]byte) io.Reader{
+		"whole":    func(b []byte) io.Reader { return bytes.NewReader(b) },
+		"one byte": func(b []byte) io.Reader { return iotest.OneByteReader(bytes.NewReader(b)) },
+		"halves":   func(b []byte) io.Reader { return iotest.HalfReader(bytes.NewReader(b)) },
+	}
+	for name, r := range readers {
+		t.Run(name, func(t *testing.T) {
+			dec := NewDecoder(r(in.Bytes()), "runs.json")
+			for i := range want {
+				tr, err := dec.Next()
+				if err != nil {
+					t.Fatalf("run %d: %v", i, err)
+				}
+				if got := trace.AppendTrace(nil, tr); !bytes.Equal(got, want[i]) {
+					t.Fatalf("run %d differs from the element decoded alone:\n%.300s\n%.300s", i, got, want[i])
+				}
+			}
+			_, err := dec.Next()
+			var de *decoding.Error
+			if !errors.As(err, &de) || de.Trace != len(want) || de.Path != fmt.Sprintf("$[%d].traj[0].role", len(want)) || !de.Recoverable || de.Line != brokenLine || de.Col != 20 {
+				t.Fatalf("broken last run: %#v", err)
+			}
+			if _, err := dec.Next(); !errors.Is(err, io.EOF) {
+				t.Fatalf("after the last run: %v, want io.EOF", err)
+			}
+		})
 	}
 }

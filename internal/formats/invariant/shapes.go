@@ -388,8 +388,15 @@ func (d *decoder) nextRun() {
 	if r.first != nil {
 		v, r.first = *r.first, nil
 	} else {
-		var err error
-		v, err = d.vr.NextElement(r.i, "the list of runs")
+		err := d.vr.StartElement(r.i, "the list of runs")
+		if err == nil {
+			if tr, ok := d.runInPlace(r.i); ok {
+				r.i++
+				d.push(tr, nil)
+				return
+			}
+			v, err = d.vr.TakeElement(r.i)
+		}
 		if err == io.EOF {
 			d.endRuns()
 			return
@@ -423,6 +430,40 @@ func (d *decoder) nextRun() {
 	e.Recoverable = true
 	d.push(nil, e)
 }
+
+// runInPlace decodes element i of the list of runs straight from the
+// reader's buffer, skipping the structural pass that finds the element's end
+// first (a fifth of the time of a check of a list of runs). When the bytes
+// in memory end inside the element, it reads more and tries again, up to
+// maxInPlace. Any failure (a broken element, or a larger one) returns false
+// with the reader unmoved, and the caller takes the element the usual way,
+// which places the error exactly as before.
+func (d *decoder) runInPlace(i int) (*trace.Trace, bool) {
+	s := d.rs
+	for ahead := minInPlace; ahead <= maxInPlace; ahead *= 4 {
+		data, complete := d.vr.Ahead(ahead)
+		s.Reset(data)
+		s.SetRoot("$[" + strconv.Itoa(i) + "]")
+		tr := &trace.Trace{}
+		err := d.decodeRun(s, tr)
+		if err == nil {
+			d.vr.Consume(s.Offset())
+			return tr, true
+		}
+		var se *jsonscan.Error
+		if complete || len(data) < ahead || !errors.As(err, &se) || se.Offset < len(data) {
+			return nil, false // not for want of bytes
+		}
+	}
+	return nil, false
+}
+
+// Bytes read ahead for decoding a run in place: runs are some kilobytes
+// (tau-bench's average 20 KB), and the buffer is reused for every run.
+const (
+	minInPlace = 128 << 10
+	maxInPlace = 8 << 20
+)
 
 // endRuns checks that the list of runs, now closed, was all the input.
 func (d *decoder) endRuns() {
