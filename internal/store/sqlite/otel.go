@@ -47,6 +47,9 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 		storeutil.RebuildChanged(groups, built, tids, stored, nowTids, nowStored, build, now)
 		tids = nowTids
 		created := 0
+		var docIDs []string
+		var docs []storeutil.IndexDoc
+		rebuilt := false // index rows were deleted, and their texts marked
 		for i, g := range groups {
 			b := &built[i]
 			ids[i], errs[i] = "", b.Err
@@ -72,17 +75,28 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 					r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, tid); err != nil {
 					return err
 				}
-				if err := deleteDoc(ctx, tx, tid); err != nil {
+				if err := deleteDocRows(ctx, tx, tid); err != nil {
 					return err
 				}
+				rebuilt = true
 			}
-			if err := insertDocs(ctx, tx, []string{tid}, []storeutil.IndexDoc{{Doc: &r.Doc, Hashes: r.Hashes}}); err != nil {
-				return err
-			}
+			docIDs = append(docIDs, tid)
+			docs = append(docs, storeutil.IndexDoc{Doc: &r.Doc, Hashes: r.Hashes})
 			if err := upsertSpans(ctx, tx, tid, b.Write); err != nil {
 				return err
 			}
 			ids[i] = tid
+		}
+		// One index write for the request's traces, then one sweep: a text a
+		// rebuilt trace still holds stays in place, rather than leaving the
+		// full-text index and coming back (its old rows went first).
+		if err := insertDocs(ctx, tx, docIDs, docs); err != nil {
+			return err
+		}
+		if rebuilt {
+			if err := sweepMarkedTexts(ctx, tx); err != nil {
+				return err
+			}
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE datasets SET next_index = ?, trace_count = trace_count + ?, last_pushed = ? WHERE id = ?`,
 			next, created, micros(now), datasetID)

@@ -137,6 +137,16 @@ func textIDs(ctx context.Context, tx *sql.Tx, texts map[storeutil.TextHash]strin
 
 // deleteDoc removes a trace's index rows, and the texts only it used.
 func deleteDoc(ctx context.Context, tx *sql.Tx, id string) error {
+	if err := deleteDocRows(ctx, tx, id); err != nil {
+		return err
+	}
+	return sweepMarkedTexts(ctx, tx)
+}
+
+// deleteDocRows removes a trace's index rows and marks its texts for
+// sweepMarkedTexts, which a trace being rebuilt calls after writing its new
+// rows.
+func deleteDocRows(ctx context.Context, tx *sql.Tx, id string) error {
 	if err := markTexts(ctx, tx, `SELECT text_id FROM search_pieces WHERE trace_id = ?`, id); err != nil {
 		return err
 	}
@@ -145,7 +155,7 @@ func deleteDoc(ctx context.Context, tx *sql.Tx, id string) error {
 			return err
 		}
 	}
-	return sweepMarkedTexts(ctx, tx)
+	return nil
 }
 
 // markDatasetTexts marks the texts a dataset's traces use, before they go.
