@@ -52,6 +52,9 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 		storeutil.RebuildChanged(groups, built, tids, stored, nowTids, nowStored, build, now)
 		tids = nowTids
 		created := 0
+		var docIDs []string
+		var docs []storeutil.IndexDoc
+		var used []int64 // texts of the rebuilt traces' old index rows
 		for i, g := range groups {
 			b := &built[i]
 			ids[i], errs[i] = "", b.Err
@@ -77,17 +80,27 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 					r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, tid); err != nil {
 					return err
 				}
-				if err := deleteDoc(ctx, tx, tid); err != nil {
+				u, err := deleteDocRows(ctx, tx, tid)
+				if err != nil {
 					return err
 				}
+				used = append(used, u...)
 			}
-			if err := insertDocs(ctx, tx, []string{tid}, []storeutil.IndexDoc{{Doc: &r.Doc, Hashes: r.Hashes}}); err != nil {
-				return err
-			}
+			docIDs = append(docIDs, tid)
+			docs = append(docs, storeutil.IndexDoc{Doc: &r.Doc, Hashes: r.Hashes})
 			if err := upsertSpans(ctx, tx, tid, b.Write); err != nil {
 				return err
 			}
 			ids[i] = tid
+		}
+		// One index write for the request's traces, then one sweep: a text a
+		// rebuilt trace still holds stays, rather than being deleted and
+		// written again (its old rows went first).
+		if err := insertDocs(ctx, tx, docIDs, docs); err != nil {
+			return err
+		}
+		if err := sweepTexts(ctx, tx, used); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE datasets SET next_index = $1, trace_count = trace_count + $2, last_pushed = $3 WHERE id = $4`,
 			next, created, now, datasetID)

@@ -127,29 +127,40 @@ func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.I
 
 // deleteDoc removes a trace's index rows, and the texts only it used.
 func deleteDoc(ctx context.Context, tx pgx.Tx, id string) error {
+	used, err := deleteDocRows(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	return sweepTexts(ctx, tx, used)
+}
+
+// deleteDocRows removes a trace's index rows and returns the texts they
+// used, for sweepTexts, which a trace being rebuilt calls after writing its
+// new rows.
+func deleteDocRows(ctx context.Context, tx pgx.Tx, id string) ([]int64, error) {
 	var used []int64
 	rows, err := tx.Query(ctx, `DELETE FROM search_pieces WHERE trace_id = $1 RETURNING text_id`, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for rows.Next() {
 		var t int64
 		if err := rows.Scan(&t); err != nil {
 			rows.Close()
-			return err
+			return nil, err
 		}
 		used = append(used, t)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	for _, table := range []string{"search_facets", "search_meta"} {
 		if _, err := tx.Exec(ctx, "DELETE FROM "+table+" WHERE trace_id = $1", id); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return sweepTexts(ctx, tx, used)
+	return used, nil
 }
 
 // datasetTexts returns the texts a dataset's traces use, before they go.
