@@ -12,7 +12,9 @@ import (
 // renumbers the finished statement). Both keep these index tables:
 //
 //	search_texts  (id, hash, text)                each distinct Piece text once
-//	search_pieces (trace_id, address, text_id)    one row per Piece
+//	search_pieces (trace_id, address, text_id)    one row per Piece (SQLite:
+//	                                              per text of a trace, its
+//	                                              addresses newline-separated)
 //	search_facets (facet, trace_id)               one row per facet
 //	search_meta   (trace_id, key, text, num)      one row per MetaValue
 type Dialect interface {

@@ -51,10 +51,13 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 	defer pieces.close()
 	defer facets.close()
 	defer meta.close()
+	var rows []pieceRow
+	at := map[int64]int{}
 	for i, dh := range docs {
 		id, d := ids[i], dh.Doc
-		for k, p := range d.Pieces {
-			if err := pieces.add(ctx, id, p.Address, textIDs[dh.Hashes[k]]); err != nil {
+		rows = groupPieces(rows[:0], at, d.Pieces, func(k int) int64 { return textIDs[dh.Hashes[k]] })
+		for _, r := range rows {
+			if err := pieces.add(ctx, id, r.addresses, r.textID); err != nil {
 				return err
 			}
 		}
@@ -74,6 +77,36 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 		}
 	}
 	return errors.Join(pieces.flush(ctx), facets.flush(ctx), meta.flush(ctx))
+}
+
+// pieceRow is one row of search_pieces: a text of a trace and every
+// address where it occurs, in order, separated by newlines (an address in
+// its canonical form never holds one: steps that would are quoted). A trace
+// repeats many texts (OpenTelemetry spans name the same operation, model
+// and tool again and again: 40-50% of a corpus span trace's pieces): a row
+// per text instead of a row per piece is that many fewer B-tree inserts.
+// Rows written before this grouping hold one address each, and read the
+// same way.
+type pieceRow struct {
+	textID    int64
+	addresses string
+}
+
+// groupPieces appends to rows one pieceRow per distinct text of pieces, in
+// the order of first occurrence; textID gives the text of piece k. at is
+// scratch space, cleared here.
+func groupPieces(rows []pieceRow, at map[int64]int, pieces []search.Piece, textID func(k int) int64) []pieceRow {
+	clear(at)
+	for k, p := range pieces {
+		t := textID(k)
+		if j, ok := at[t]; ok {
+			rows[j].addresses += "\n" + p.Address
+			continue
+		}
+		at[t] = len(rows)
+		rows = append(rows, pieceRow{textID: t, addresses: p.Address})
+	}
+	return rows
 }
 
 // textIDs returns the row id of each distinct text (by hash), inserting
@@ -345,13 +378,14 @@ func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) 
 	defer rows.Close()
 	pieces := make([][]search.Piece, len(ts))
 	for rows.Next() {
-		var id string
-		var p search.Piece
-		if err := rows.Scan(&id, &p.Address, &p.Text); err != nil {
+		var id, addresses, text string
+		if err := rows.Scan(&id, &addresses, &text); err != nil {
 			return err
 		}
 		i := at[id]
-		pieces[i] = append(pieces[i], p)
+		for a := range strings.SplitSeq(addresses, "\n") {
+			pieces[i] = append(pieces[i], search.Piece{Address: a, Text: text})
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return err
@@ -477,7 +511,8 @@ func (s *Store) ensureIndex(ctx context.Context) error {
 func (s *Store) SearchIndexStats(ctx context.Context) (store.SearchIndexStats, error) {
 	var st store.SearchIndexStats
 	var b sql.NullInt64
-	err := s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM search_texts), (SELECT count(*) FROM search_pieces),
+	err := s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM search_texts),
+		(SELECT coalesce(sum(length(address) - length(replace(address, char(10), '')) + 1), 0) FROM search_pieces),
 		(SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'search%')`).Scan(&st.Texts, &st.Pieces, &b)
 	st.Bytes = b.Int64
 	if err != nil {
