@@ -25,7 +25,8 @@ FUZZ_TARGETS := \
 	./internal/policy/detectors:FuzzDetectors \
 	./internal/jsonscan:FuzzScanner \
 	./internal/eval:FuzzParseCriteria \
-	./internal/search:FuzzParse
+	./internal/search:FuzzParse \
+	./internal/search:FuzzWalkStrings
 
 .PHONY: all build test lint fuzz bench tools clean
 

@@ -92,6 +92,10 @@ func (s *Scanner) Data() []byte { return s.data }
 // Offset is the current byte offset.
 func (s *Scanner) Offset() int { return s.pos }
 
+// Seek moves to byte offset off: the start of a value seen before, to read
+// it again, or the end of one, to go on after it.
+func (s *Scanner) Seek(off int) { s.pos = off }
+
 func (s *Scanner) skipSpace() {
 	for s.pos < len(s.data) {
 		switch s.data[s.pos] {

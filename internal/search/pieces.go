@@ -3,9 +3,11 @@ package search
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -128,8 +130,28 @@ func (b *docBuilder) events(events []trace.Event, first int) {
 }
 
 // walkStrings calls add for every string in the JSON value raw, at its path
-// below base. A value that is not JSON (arguments kept raw) is one string.
+// below base, object members in key order (a repeated key: its last value,
+// as a decoded map has it). A value that is not JSON (arguments kept raw) is
+// one string.
 func walkStrings(raw json.RawMessage, base trace.Address, add func(trace.Address, string)) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return
+	}
+	// jsonscan reads in place; encoding/json, which a value with more after
+	// it is left to, decoded into maps at four times the cost (an eighth of
+	// the CPU of OpenTelemetry ingest).
+	if s := jsonscan.New(raw); s.Skip() == nil && s.End() == nil {
+		w := stringWalker{s: jsonscan.New(raw), base: base, add: add}
+		w.value()
+		return
+	}
+	walkDecoded(raw, base, add)
+}
+
+// walkDecoded is walkStrings by encoding/json, for input that jsonscan does
+// not read whole.
+func walkDecoded(raw json.RawMessage, base trace.Address, add func(trace.Address, string)) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return
@@ -159,6 +181,60 @@ func walkStrings(raw json.RawMessage, base trace.Address, add func(trace.Address
 		}
 	}
 	walk(v, nil)
+}
+
+// stringWalker walks a well-formed JSON value with jsonscan.
+type stringWalker struct {
+	s    *jsonscan.Scanner
+	base trace.Address
+	add  func(trace.Address, string)
+	path []string
+}
+
+// member is an object member: its key and where its value starts.
+type member struct {
+	key string
+	at  int
+}
+
+// value walks the value at the scanner's position. The input was checked
+// whole, so the scanner's errors cannot occur and are not looked at.
+func (w *stringWalker) value() {
+	s := w.s
+	switch s.Peek() {
+	case jsonscan.String:
+		v, _ := s.String("")
+		a := w.base
+		a.Path = append(append([]string(nil), w.base.Path...), w.path...)
+		w.add(a, v)
+	case jsonscan.Array:
+		s.Array(func(i int) error {
+			w.path = append(w.path, strconv.Itoa(i))
+			w.value()
+			w.path = w.path[:len(w.path)-1]
+			return nil
+		})
+	case jsonscan.Object:
+		var ms []member
+		s.Object(func(key string) error {
+			ms = append(ms, member{key, s.Offset()})
+			return s.Skip()
+		})
+		end := s.Offset()
+		slices.SortStableFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
+		for i, m := range ms {
+			if i+1 < len(ms) && ms[i+1].key == m.key {
+				continue // a later member of the same key wins
+			}
+			s.Seek(m.at)
+			w.path = append(w.path, m.key)
+			w.value()
+			w.path = w.path[:len(w.path)-1]
+		}
+		s.Seek(end)
+	default:
+		s.Skip()
+	}
 }
 
 // MaxMetaDepth is how many keys deep the index reads metadata.
