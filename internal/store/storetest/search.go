@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 
@@ -522,8 +524,16 @@ func testSearchConsistency(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 		r := rand.New(rand.NewPCG(seed, 42))
 		var live []string
+		// Spans of a few OpenTelemetry traces, each a user event whose text
+		// is drawn from a small set, so that a trace rebuilt from its spans
+		// keeps, gains, repeats and drops texts. A span id reused replaces
+		// that span's text.
+		spanTexts := []string{"reservation for two", "refund please", "Appended text, span", "weather in Paris", "reservation for two"}
+		var mu sync.Mutex
+		var seen [][]string
+		build := spanBuild(&mu, &seen)
 		for step := range 60 {
-			switch op := r.IntN(10); {
+			switch op := r.IntN(12); {
 			case op < 4 || len(live) == 0: // push a few traces
 				var nts []store.NewTrace
 				for range 1 + r.IntN(4) {
@@ -547,6 +557,18 @@ func testSearchConsistency(t *testing.T, open func(t *testing.T) store.Store) {
 					e.annotate(id, "user", "")
 				} else {
 					e.annotate(id, "analyzer", p.ID)
+				}
+			case op < 10: // spans of an OpenTelemetry trace, a new one or more of one
+				var ss []store.StoredSpan
+				for range 1 + r.IntN(3) {
+					ss = append(ss, store.StoredSpan{SpanID: "s" + strconv.Itoa(r.IntN(6)), Data: []byte(spanTexts[r.IntN(len(spanTexts))])})
+				}
+				ids, errs, err := e.st.AddSpans(e.ctx, alice.ID, d.ID, []store.SpanGroup{{OTelTraceID: fmt.Sprintf("%032x", r.IntN(4)), Spans: ss}}, build)
+				if err != nil || errs[0] != nil {
+					t.Fatalf("AddSpans: %v, %v", err, errs)
+				}
+				if !slices.Contains(live, ids[0]) {
+					live = append(live, ids[0])
 				}
 			default: // delete
 				k := r.IntN(len(live))
