@@ -186,7 +186,13 @@ func (vr *ValueReader) Ahead(min int) (data []byte, complete bool) {
 	if vr.MaxValue > 0 && min > vr.MaxValue {
 		min = vr.MaxValue
 	}
-	if need := vr.beg - vr.keepFrom() + min; need > cap(vr.buf) {
+	if vr.end-vr.beg >= min || vr.eof || vr.err != nil {
+		return vr.buf[vr.beg:vr.end], vr.eof && vr.err == nil
+	}
+	// Room for twice min: a refill then moves fewer bytes to the front than
+	// it reads after them (with room for min only, every call after a small
+	// value moved the whole read-ahead to read those few bytes: quadratic).
+	if need := vr.beg - vr.keepFrom() + 2*min; need > cap(vr.buf) {
 		nb := make([]byte, 0, need)
 		keep := vr.keepFrom()
 		nb = append(nb, vr.buf[keep:vr.end]...)

@@ -49,7 +49,8 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 		created := 0
 		var docIDs []string
 		var docs []storeutil.IndexDoc
-		rebuilt := false // index rows were deleted, and their texts marked
+		var rebuiltIDs []string // traces stored before, and their new index docs
+		var rebuilt []storeutil.IndexDoc
 		for i, g := range groups {
 			b := &built[i]
 			ids[i], errs[i] = "", b.Err
@@ -70,30 +71,28 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 					return err
 				}
 				created++
+				docIDs = append(docIDs, tid)
+				docs = append(docs, storeutil.IndexDoc{Doc: &r.Doc, Hashes: r.Hashes})
 			} else {
 				if _, err := tx.ExecContext(ctx, `UPDATE traces SET name = ?, metadata = ?, hierarchy = ?, event_count = ?, encoding = ?, content = ? WHERE id = ?`,
 					r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, tid); err != nil {
 					return err
 				}
-				if err := deleteDocRows(ctx, tx, tid); err != nil {
-					return err
-				}
-				rebuilt = true
+				rebuiltIDs = append(rebuiltIDs, tid)
+				rebuilt = append(rebuilt, storeutil.IndexDoc{Doc: &r.Doc, Hashes: r.Hashes})
 			}
-			docIDs = append(docIDs, tid)
-			docs = append(docs, storeutil.IndexDoc{Doc: &r.Doc, Hashes: r.Hashes})
 			if err := upsertSpans(ctx, tx, tid, b.Write); err != nil {
 				return err
 			}
 			ids[i] = tid
 		}
-		// One index write for the request's traces, then one sweep: a text a
-		// rebuilt trace still holds stays in place, rather than leaving the
-		// full-text index and coming back (its old rows went first).
-		if err := insertDocs(ctx, tx, docIDs, docs); err != nil {
+		// One index write for the new traces; the rebuilt ones change only
+		// the rows that differ, then the texts they no longer use go (a text
+		// they still hold never leaves the full-text index).
+		if err := writeDocs(ctx, tx, append(docIDs, rebuiltIDs...), append(docs, rebuilt...), len(docs)); err != nil {
 			return err
 		}
-		if rebuilt {
+		if len(rebuilt) > 0 {
 			if err := sweepMarkedTexts(ctx, tx); err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -40,6 +41,158 @@ func globPattern(s string) string {
 // insertDocs writes the index rows of traces, many rows per statement; a
 // text the index already holds is referred to, not written again.
 func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.IndexDoc) error {
+	return writeDocs(ctx, tx, ids, docs, len(docs))
+}
+
+// docDiff holds the statements writeDocs uses to change the rows of a
+// trace that has some.
+type docDiff struct {
+	update, del, delFacet *sql.Stmt
+}
+
+func (d *docDiff) close() {
+	for _, st := range []*sql.Stmt{d.update, d.del, d.delFacet} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+func (d *docDiff) prepare(ctx context.Context, tx *sql.Tx) error {
+	if d.update != nil {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS marked_texts (id INTEGER PRIMARY KEY)`); err != nil {
+		return err
+	}
+	var err error
+	if d.update, err = tx.PrepareContext(ctx, `UPDATE search_pieces SET address = ? WHERE rowid = ?`); err != nil {
+		return err
+	}
+	if d.del, err = tx.PrepareContext(ctx, `DELETE FROM search_pieces WHERE rowid = ? RETURNING text_id`); err != nil {
+		return err
+	}
+	d.delFacet, err = tx.PrepareContext(ctx, `DELETE FROM search_facets WHERE trace_id = ? AND facet = ?`)
+	return err
+}
+
+// oldRow is a search_pieces row already stored.
+type oldRow struct {
+	rowid     int64
+	addresses string
+}
+
+// pieces brings trace id's piece rows to rows, adding new ones to ins.
+func (d *docDiff) pieces(ctx context.Context, tx *sql.Tx, id string, rows []pieceRow, ins *batcher) error {
+	q, err := tx.QueryContext(ctx, `SELECT rowid, text_id, address FROM search_pieces WHERE trace_id = ?`, id)
+	if err != nil {
+		return err
+	}
+	old := map[int64][]oldRow{}
+	for q.Next() {
+		var o oldRow
+		var t int64
+		if err := q.Scan(&o.rowid, &t, &o.addresses); err != nil {
+			q.Close()
+			return err
+		}
+		old[t] = append(old[t], o)
+	}
+	q.Close()
+	if err := q.Err(); err != nil {
+		return err
+	}
+	drop := func(os []oldRow) error {
+		for _, o := range os {
+			var t int64
+			if err := d.del.QueryRowContext(ctx, o.rowid).Scan(&t); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO marked_texts (id) VALUES (?)`, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, r := range rows {
+		os := old[r.textID]
+		delete(old, r.textID)
+		switch {
+		case len(os) == 1 && os[0].addresses == r.addresses:
+		case len(os) == 1:
+			if _, err := d.update.ExecContext(ctx, r.addresses, os[0].rowid); err != nil {
+				return err
+			}
+		default: // none, or several (events appended later have rows of their own)
+			if err := drop(os); err != nil {
+				return err
+			}
+			if err := ins.add(ctx, id, r.addresses, r.textID); err != nil {
+				return err
+			}
+		}
+	}
+	for _, os := range old {
+		if err := drop(os); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// facets brings trace id's facets to want, adding new ones to ins.
+func (d *docDiff) facets(ctx context.Context, tx *sql.Tx, id string, want []string, ins *batcher) error {
+	have, err := queryStrings(ctx, tx, `SELECT facet FROM search_facets WHERE trace_id = ?`, id)
+	if err != nil {
+		return err
+	}
+	for _, f := range want {
+		if !slices.Contains(have, f) {
+			if err := ins.add(ctx, id, f); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range have {
+		if !slices.Contains(want, f) {
+			if _, err := d.delFacet.ExecContext(ctx, id, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func queryStrings(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// writeDocs writes the index rows of traces: the first fresh of them have
+// none yet; the others have some, which it brings to their new docs writing
+// only what changed (a trace rebuilt from more of its spans keeps most of
+// its texts), marking the texts of rows it drops for sweepMarkedTexts.
+func writeDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.IndexDoc, fresh int) error {
+	var diff *docDiff
+	if fresh < len(docs) {
+		diff = &docDiff{}
+		defer diff.close()
+		if err := diff.prepare(ctx, tx); err != nil {
+			return err
+		}
+	}
 	texts := storeutil.DistinctTexts(docs)
 	textIDs, err := textIDs(ctx, tx, texts)
 	if err != nil {
@@ -56,14 +209,27 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 	for i, dh := range docs {
 		id, d := ids[i], dh.Doc
 		rows = groupPieces(rows[:0], at, d.Pieces, func(k int) int64 { return textIDs[dh.Hashes[k]] })
-		for _, r := range rows {
-			if err := pieces.add(ctx, id, r.addresses, r.textID); err != nil {
+		if i >= fresh {
+			if err := diff.pieces(ctx, tx, id, rows, &pieces); err != nil {
 				return err
 			}
-		}
-		for _, f := range d.Facets {
-			if err := facets.add(ctx, id, f); err != nil {
+			if err := diff.facets(ctx, tx, id, d.Facets, &facets); err != nil {
 				return err
+			}
+			// A few values a trace: written again whole.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM search_meta WHERE trace_id = ?`, id); err != nil {
+				return err
+			}
+		} else {
+			for _, r := range rows {
+				if err := pieces.add(ctx, id, r.addresses, r.textID); err != nil {
+					return err
+				}
+			}
+			for _, f := range d.Facets {
+				if err := facets.add(ctx, id, f); err != nil {
+					return err
+				}
 			}
 		}
 		for _, m := range d.Meta {
@@ -170,16 +336,6 @@ func textIDs(ctx context.Context, tx *sql.Tx, texts map[storeutil.TextHash]strin
 
 // deleteDoc removes a trace's index rows, and the texts only it used.
 func deleteDoc(ctx context.Context, tx *sql.Tx, id string) error {
-	if err := deleteDocRows(ctx, tx, id); err != nil {
-		return err
-	}
-	return sweepMarkedTexts(ctx, tx)
-}
-
-// deleteDocRows removes a trace's index rows and marks its texts for
-// sweepMarkedTexts, which a trace being rebuilt calls after writing its new
-// rows.
-func deleteDocRows(ctx context.Context, tx *sql.Tx, id string) error {
 	if err := markTexts(ctx, tx, `SELECT text_id FROM search_pieces WHERE trace_id = ?`, id); err != nil {
 		return err
 	}
@@ -188,7 +344,7 @@ func deleteDocRows(ctx context.Context, tx *sql.Tx, id string) error {
 			return err
 		}
 	}
-	return nil
+	return sweepMarkedTexts(ctx, tx)
 }
 
 // markDatasetTexts marks the texts a dataset's traces use, before they go.
