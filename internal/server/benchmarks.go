@@ -296,17 +296,7 @@ func (s *Server) runBenchmark(w http.ResponseWriter, r *http.Request, p *princip
 		writeJSON(w, http.StatusCreated, toResultJSON(res, true))
 		return nil
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	event := func(name string, v any) {
-		enc, _ := json.Marshal(v)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, enc)
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	event := eventStream(w)
 	last := time.Time{}
 	res, err := s.scoreDataset(r.Context(), b, d, func(done, total int) {
 		if done < total && time.Since(last) < 250*time.Millisecond {

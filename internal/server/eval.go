@@ -591,20 +591,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, p *principal)
 		return err
 	}
 	ctx := r.Context()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	send := func(name string, v any) {
-		b, _ := json.Marshal(v)
-		if name != "" {
-			fmt.Fprintf(w, "event: %s\n", name)
-		}
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	send := eventStream(w)
 	if ar := s.activeRun(run.ID); ar != nil {
 		ch := make(chan eval.Progress, 16)
 		ar.mu.Lock()

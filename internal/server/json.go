@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -101,5 +102,30 @@ func object(dst *json.RawMessage, set *bool, what string) member {
 			*set = true
 		}
 		return err
+	}
+}
+
+// eventStream begins a server-sent-events answer (200) and returns send,
+// which writes one event ("event: NAME", left out for "", then "data:
+// JSON") and flushes it. A value that cannot be encoded goes out as an
+// internal error.
+func eventStream(w http.ResponseWriter) (send func(name string, v any)) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	return func(name string, v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			b, _ = json.Marshal(map[string]any{"error": map[string]string{"code": codeInternal, "message": "cannot encode the event"}})
+		}
+		if name != "" {
+			fmt.Fprintf(w, "event: %s\n", name)
+		}
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
 	}
 }

@@ -390,23 +390,7 @@ func (s *Server) checkDataset(w http.ResponseWriter, r *http.Request, p *princip
 		cursor = next
 	}
 
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	send := func(name string, v any) {
-		b, err := json.Marshal(v)
-		if err != nil {
-			b, _ = json.Marshal(map[string]any{"error": map[string]string{"code": codeInternal, "message": "cannot encode the event"}})
-		}
-		if name != "" {
-			fmt.Fprintf(w, "event: %s\n", name)
-		}
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	send := eventStream(w)
 	fail := func(err error) error {
 		ae := toAPIError(err)
 		if ae.Status >= 500 {

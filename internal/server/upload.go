@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -92,17 +91,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, p *principal) er
 	// read: without full duplex, net/http's HTTP/1.1 server may stop the
 	// body once the answer has begun.
 	_ = http.NewResponseController(w).EnableFullDuplex()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	event := func(name string, v any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	event := eventStream(w)
 	last := time.Time{}
 	res, err := s.importUpload(r, p, d, mode, format, func(pr uploadProgress) {
 		if pr.Stage == "reading" && time.Since(last) < 250*time.Millisecond {
