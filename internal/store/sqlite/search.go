@@ -59,9 +59,7 @@ func (d *docDiff) close() {
 }
 
 func (d *docDiff) prepare(ctx context.Context, tx *sql.Tx) error {
-	if d.update != nil {
-		return nil
-	}
+	// The caller sweeps the marked texts, whether or not a row was dropped.
 	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS marked_texts (id INTEGER PRIMARY KEY)`); err != nil {
 		return err
 	}
@@ -69,7 +67,7 @@ func (d *docDiff) prepare(ctx context.Context, tx *sql.Tx) error {
 	if d.update, err = tx.PrepareContext(ctx, `UPDATE search_pieces SET address = ? WHERE rowid = ?`); err != nil {
 		return err
 	}
-	if d.del, err = tx.PrepareContext(ctx, `DELETE FROM search_pieces WHERE rowid = ? RETURNING text_id`); err != nil {
+	if d.del, err = tx.PrepareContext(ctx, `DELETE FROM search_pieces WHERE rowid = ?`); err != nil {
 		return err
 	}
 	d.delFacet, err = tx.PrepareContext(ctx, `DELETE FROM search_facets WHERE trace_id = ? AND facet = ?`)
@@ -102,17 +100,17 @@ func (d *docDiff) pieces(ctx context.Context, tx *sql.Tx, id string, rows []piec
 	if err := q.Err(); err != nil {
 		return err
 	}
-	drop := func(os []oldRow) error {
+	// drop deletes rows of text t and marks t for the sweep.
+	drop := func(t int64, os []oldRow) error {
+		if len(os) == 0 {
+			return nil
+		}
 		for _, o := range os {
-			var t int64
-			if err := d.del.QueryRowContext(ctx, o.rowid).Scan(&t); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO marked_texts (id) VALUES (?)`, t); err != nil {
+			if _, err := d.del.ExecContext(ctx, o.rowid); err != nil {
 				return err
 			}
 		}
-		return nil
+		return markTexts(ctx, tx, `SELECT ?`, t)
 	}
 	for _, r := range rows {
 		os := old[r.textID]
@@ -124,7 +122,7 @@ func (d *docDiff) pieces(ctx context.Context, tx *sql.Tx, id string, rows []piec
 				return err
 			}
 		default: // none, or several (events appended later have rows of their own)
-			if err := drop(os); err != nil {
+			if err := drop(r.textID, os); err != nil {
 				return err
 			}
 			if err := ins.add(ctx, id, r.addresses, r.textID); err != nil {
@@ -132,8 +130,8 @@ func (d *docDiff) pieces(ctx context.Context, tx *sql.Tx, id string, rows []piec
 			}
 		}
 	}
-	for _, os := range old {
-		if err := drop(os); err != nil {
+	for t, os := range old {
+		if err := drop(t, os); err != nil {
 			return err
 		}
 	}
