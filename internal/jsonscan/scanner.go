@@ -745,18 +745,8 @@ func AppendCompact(dst, raw []byte) []byte {
 	for i := 0; i < len(raw); {
 		switch raw[i] {
 		case '"':
-			// Jump to the closing quote: strings hold no insignificant space.
-			i++
-			for i < len(raw) {
-				if c := raw[i]; c == '\\' {
-					i += 2
-				} else if c == '"' {
-					break
-				} else {
-					i++
-				}
-			}
-			i++
+			// Jump past the closing quote: strings hold no insignificant space.
+			i = closingQuote(raw, i+1) + 1
 		case ' ', '\t', '\n', '\r':
 			dst = append(dst, raw[start:i]...)
 			for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {

@@ -193,15 +193,7 @@ func (vr *ValueReader) Ahead(min int) (data []byte, complete bool) {
 	// it reads after them (with room for min only, every call after a small
 	// value moved the whole read-ahead to read those few bytes: quadratic).
 	if need := vr.beg - vr.keepFrom() + 2*min; need > cap(vr.buf) {
-		nb := make([]byte, 0, need)
-		keep := vr.keepFrom()
-		nb = append(nb, vr.buf[keep:vr.end]...)
-		vr.buf = nb
-		vr.end -= keep
-		vr.beg -= keep
-		if vr.mark != nil {
-			vr.mark.beg -= keep
-		}
+		vr.moveTo(make([]byte, need))
 	}
 	for vr.end-vr.beg < min && !vr.eof && vr.err == nil {
 		if vr.fill() != nil {
@@ -269,22 +261,15 @@ func (vr *ValueReader) fill() error {
 	if vr.eof {
 		return nil
 	}
-	if keep := vr.keepFrom(); keep > 0 {
-		copy(vr.buf[:cap(vr.buf)], vr.buf[keep:vr.end])
-		vr.end -= keep
-		vr.beg -= keep
-		if vr.mark != nil {
-			vr.mark.beg -= keep
-		}
+	if vr.keepFrom() > 0 {
+		vr.moveTo(vr.buf[:cap(vr.buf)])
 	}
 	if vr.end == cap(vr.buf) {
 		if vr.MaxValue > 0 && vr.end >= vr.MaxValue {
 			vr.err = &Error{File: vr.file, Line: vr.line, Col: vr.col, Msg: fmt.Sprintf("a JSON value larger than %d bytes", vr.MaxValue), Trace: -1}
 			return vr.err
 		}
-		nb := make([]byte, vr.end, 2*cap(vr.buf))
-		copy(nb, vr.buf[:vr.end])
-		vr.buf = nb
+		vr.moveTo(make([]byte, 2*cap(vr.buf)))
 	}
 	m, err := vr.r.Read(vr.buf[vr.end:cap(vr.buf)])
 	vr.end += m
@@ -296,6 +281,19 @@ func (vr *ValueReader) fill() error {
 		return vr.err
 	}
 	return nil
+}
+
+// moveTo moves the bytes fill must keep to the front of nb (the buffer
+// itself, or a larger one), which becomes the buffer.
+func (vr *ValueReader) moveTo(nb []byte) {
+	keep := vr.keepFrom()
+	n := copy(nb, vr.buf[keep:vr.end])
+	vr.buf = nb[:n]
+	vr.end -= keep
+	vr.beg -= keep
+	if vr.mark != nil {
+		vr.mark.beg -= keep
+	}
 }
 
 // scanValue returns the length of the value starting at buf[beg], reading
