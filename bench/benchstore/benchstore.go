@@ -128,7 +128,7 @@ func Serve(st store.Store) (string, func(), error) {
 	srv := server.New(server.Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
-	return "http://" + ln.Addr().String(), func() { hs.Close() }, nil
+	return "http://" + ln.Addr().String(), func() { hs.Close(); srv.Close() }, nil
 }
 
 // Backends names the backends a -backend flag value selects: "sqlite",

@@ -64,6 +64,9 @@ gracefully. The first line on standard error names the address served.`,
 				return fmt.Errorf("resuming evaluation runs: %w", err)
 			}
 			defer srv.StopRuns()
+			// Traces whose spans an earlier server accepted get built.
+			srv.StartSpanBuilder()
+			defer srv.Close()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return err

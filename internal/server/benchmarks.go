@@ -408,6 +408,9 @@ func (s *Server) leaderboard(w http.ResponseWriter, r *http.Request, p *principa
 
 // datasetTraceIDs lists a dataset's trace ids in index order.
 func (s *Server) datasetTraceIDs(ctx context.Context, datasetID string) ([]string, error) {
+	if err := s.settleDataset(ctx, datasetID); err != nil {
+		return nil, err
+	}
 	var ids []string
 	for cursor := ""; ; {
 		page, next, err := s.st.ListTraces(ctx, datasetID, store.Page{Cursor: cursor, Limit: 1000})
@@ -426,6 +429,9 @@ func (s *Server) datasetTraceIDs(ctx context.Context, datasetID string) ([]strin
 
 // searchIDs lists the ids of the traces a query matches, in index order.
 func (s *Server) searchIDs(ctx context.Context, datasetID string, q *search.Query) ([]string, error) {
+	if err := s.settleDataset(ctx, datasetID); err != nil {
+		return nil, err
+	}
 	var ids []string
 	for cursor := ""; ; {
 		res, err := s.st.SearchTraces(ctx, datasetID, q, store.SearchOptions{Page: store.Page{Cursor: cursor, Limit: maxPage}, CountCap: 1})

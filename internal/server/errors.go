@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/search"
@@ -32,10 +33,11 @@ const (
 // apiError is an error with its HTTP status, written as
 // {"error": {"code", "message", "details"}}.
 type apiError struct {
-	Status  int
-	Code    string
-	Message string
-	Details any
+	Status     int
+	Code       string
+	Message    string
+	Details    any
+	RetryAfter int // seconds, sent as Retry-After when > 0
 }
 
 func (e *apiError) Error() string { return e.Message }
@@ -133,6 +135,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 		Details any    `json:"details,omitempty"`
+	}
+	if ae.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(ae.RetryAfter))
 	}
 	writeJSON(w, ae.Status, map[string]body{"error": {ae.Code, ae.Message, ae.Details}})
 }

@@ -465,6 +465,9 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, p *principal)
 	if err != nil {
 		return err
 	}
+	if err := s.settleDataset(r.Context(), d.ID); err != nil {
+		return err
+	}
 	var name string
 	var rawCriteria json.RawMessage
 	if _, err := decodeBody(r, map[string]member{
@@ -659,6 +662,9 @@ func (s *Server) compareRuns(w http.ResponseWriter, r *http.Request, p *principa
 func (s *Server) evalStatus(w http.ResponseWriter, r *http.Request, p *principal) error {
 	d, err := s.readableDataset(r, p, r.PathValue("id"))
 	if err != nil {
+		return err
+	}
+	if err := s.settleDataset(r.Context(), d.ID); err != nil {
 		return err
 	}
 	ctx := r.Context()

@@ -22,6 +22,9 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, p *principal) er
 	if err != nil {
 		return err
 	}
+	if err := s.settleDataset(r.Context(), d.ID); err != nil {
+		return err
+	}
 	format := orDefault(r.URL.Query().Get("format"), "invariant")
 	if format != "invariant" && format != "canonical" {
 		return errorf(http.StatusBadRequest, codeBadRequest, "format must be invariant or canonical, not %q", format)

@@ -29,6 +29,7 @@ func newFixture(t *testing.T, st store.Store, cfg Config) *fixture {
 	cfg.Store = st
 	srv := New(cfg)
 	hs := httptest.NewServer(srv)
+	t.Cleanup(srv.Close)
 	t.Cleanup(hs.Close)
 	return &fixture{t: t, st: st, srv: srv, hs: hs, keys: map[string]string{}, user: map[string]store.User{}}
 }

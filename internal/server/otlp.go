@@ -31,8 +31,9 @@ import (
 // Spans go to the dataset named by the x-lookout-dataset header, else by
 // their resource's service.name; it is created (private) on first use. The
 // spans of one trace may come in any order over any number of requests:
-// each request rebuilds the trace from every span received so far
-// (store.SpanTraces). Spans that cannot be taken (wrong ids, no dataset, a
+// a request stores them and marks their trace pending, and the trace is
+// built from every span received so far once they stop coming (spans.go,
+// store.SpanTraces). Spans that cannot be taken (wrong ids, no dataset, a
 // trace whose spans break a rule) are answered as a partial success, the
 // others stored; a request none of whose spans can be taken is 400 and
 // stores nothing.
@@ -101,12 +102,18 @@ func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request, p *principal
 // datasets they name (dataset, else each span's service.name) and returns
 // how many spans were rejected, counting problems (one per span already
 // left out), with a message listing why. A request none of whose spans can
-// be taken is an error (400) and stores nothing.
+// be taken is an error (400) and stores nothing. The spans' traces are
+// built later (spanBuilder), once their spans stop coming; what would stop
+// a trace from being built is checked here, on the request's spans.
 func (s *Server) ingestSpans(ctx context.Context, p *principal, dataset string, spans []otlp.Span, problems []string) (int, string, error) {
+	if n := s.builder.backlog.Load(); n > s.spanBacklog {
+		return 0, "", &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, RetryAfter: 1,
+			Message: fmt.Sprintf("%d traces wait to be built from their spans; send again later", n)}
+	}
 	// Group by dataset, then by trace, in order of arrival.
 	type groupKey struct{ dataset, trace string }
 	var datasets []string
-	groups := map[string][]store.SpanGroup{}
+	groups := map[string][][]*otlp.Span{}
 	at := map[groupKey]int{}
 	for i := range spans {
 		sp := &spans[i]
@@ -122,7 +129,6 @@ func (s *Server) ingestSpans(ctx context.Context, p *principal, dataset string, 
 			problems = append(problems, fmt.Sprintf("span %s of trace %s: %v", sp.SpanID, sp.TraceID, err))
 			continue
 		}
-		data := otlp.AppendBinary(nil, sp)
 		if _, ok := groups[name]; !ok {
 			datasets = append(datasets, name)
 		}
@@ -131,12 +137,28 @@ func (s *Server) ingestSpans(ctx context.Context, p *principal, dataset string, 
 		if !ok {
 			g = len(groups[name])
 			at[k] = g
-			groups[name] = append(groups[name], store.SpanGroup{OTelTraceID: sp.TraceID})
+			groups[name] = append(groups[name], nil)
 		}
-		groups[name][g].Spans = append(groups[name][g].Spans, store.StoredSpan{SpanID: sp.SpanID, Data: data})
+		groups[name][g] = append(groups[name][g], sp)
 	}
+	// A trace whose spans could not be built is left out whole.
 	rejected := len(problems) // one per span left out so far
-	if len(datasets) == 0 {
+	stored := map[string][]store.SpanGroup{}
+	for _, name := range datasets {
+		for _, g := range groups[name] {
+			if err := checkSpanGroup(g); err != nil {
+				rejected += len(g)
+				problems = append(problems, fmt.Sprintf("trace %s (%d spans): %v", g[0].TraceID, len(g), err))
+				continue
+			}
+			sg := store.SpanGroup{OTelTraceID: g[0].TraceID, Spans: make([]store.StoredSpan, len(g))}
+			for i, sp := range g {
+				sg.Spans[i] = store.StoredSpan{SpanID: sp.SpanID, Data: otlp.AppendBinary(nil, sp)}
+			}
+			stored[name] = append(stored[name], sg)
+		}
+	}
+	if len(stored) == 0 {
 		if len(problems) == 0 {
 			return 0, "", nil
 		}
@@ -147,29 +169,40 @@ func (s *Server) ingestSpans(ctx context.Context, p *principal, dataset string, 
 	// One transaction per dataset: should a later one fail, the client's
 	// retry sends the spans again, which replace those stored (by span id).
 	for _, name := range datasets {
+		gs := stored[name]
+		if len(gs) == 0 {
+			continue
+		}
 		d, err := s.datasetForPush(ctx, p, name)
 		if err != nil {
 			return 0, "", err
 		}
-		gs := groups[name]
-		ids, errs, err := s.st.AddSpans(ctx, p.User.ID, d.ID, gs, buildSpanTrace)
-		if err != nil {
+		if _, err := s.st.AcceptSpans(ctx, p.User.ID, d.ID, gs); err != nil {
 			return 0, "", err
 		}
-		s.traceChanged(ids...)
-		for i, e := range errs {
-			if e != nil {
-				n := len(gs[i].Spans)
-				rejected += n
-				problems = append(problems, fmt.Sprintf("trace %s (%d spans): %v", gs[i].OTelTraceID, n, e))
-			}
-		}
 	}
+	s.StartSpanBuilder()
 	msg := ""
 	if len(problems) > 0 {
 		msg = strings.Join(first(problems, 20), "; ")
 	}
 	return rejected, msg, nil
+}
+
+// checkSpanGroup reports what would stop the spans of one trace in a
+// request from being built (a span id sent twice counts once: the last).
+func checkSpanGroup(g []*otlp.Span) error {
+	last := make(map[string]int, len(g))
+	for i, sp := range g {
+		last[sp.SpanID] = i
+	}
+	spans := make([]otlp.Span, 0, len(last))
+	for i, sp := range g {
+		if last[sp.SpanID] == i {
+			spans = append(spans, *sp)
+		}
+	}
+	return otlp.CheckTrace(spans)
 }
 
 // buildSpanTrace maps the spans of one trace received so far; the trace's

@@ -528,3 +528,75 @@ func TestLiveTrace(t *testing.T) {
 		}
 	})
 }
+
+// TestOTLPPendingBuild: a request's spans are answered before their trace
+// is built; the builder builds it once quiet, a read builds it at once, and
+// while too many traces wait, span requests are refused with Retry-After
+// and store nothing.
+func TestOTLPPendingBuild(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, st storeUnderTest) {
+		// Never quiet within the test: only reads and buildQuiet with
+		// the time moved on build.
+		f := newFixture(t, st, Config{SpanQuiet: time.Hour, SpanMaxDelay: time.Hour, SpanBacklog: 1})
+		f.addUser("alice")
+		ctx := context.Background()
+		post := func(dataset string, spans []tspan) response {
+			return f.do("POST", "/v1/traces", "alice", bytes.NewReader(otlpProto("agent", spans)),
+				"Content-Type", "application/x-protobuf", "X-Lookout-Dataset", dataset)
+		}
+		spans := agentSpans()
+		if r := post("a", spans); r.status != 200 {
+			t.Fatalf("first request: %d %s", r.status, r.body)
+		}
+		other := append([]tspan{}, spans...)
+		for i := range other {
+			other[i].trace = strings.Repeat("7", 32)
+		}
+		if r := post("a", other); r.status != 200 {
+			t.Fatalf("second request: %d %s", r.status, r.body)
+		}
+		if n, err := st.PendingSpanTraces(ctx); err != nil || n != 2 {
+			t.Fatalf("pending after two requests: %d, %v; want 2", n, err)
+		}
+		// Counting them puts the backlog over the limit of 1: refused.
+		f.srv.buildQuiet(ctx)
+		r := post("b", spans)
+		if r.status != 503 || r.header.Get("Retry-After") != "1" || !strings.Contains(r.String(), "2 traces wait") {
+			t.Errorf("over the backlog: %d %q %s", r.status, r.header.Get("Retry-After"), r.body)
+		}
+		var list struct{ Datasets []json.RawMessage }
+		if f.must(200, "GET", "/api/v1/datasets?name=b", "alice", "").json(t, &list); len(list.Datasets) != 0 {
+			t.Errorf("a refused request stored a dataset")
+		}
+		// A read of the dataset builds its traces first: the same trace
+		// as a request built at once would give.
+		got := storedOTelFirst(t, f, "a")
+		if !strings.Contains(got, `"role":"assistant"`) || !strings.Contains(got, `"otel_trace_id"`) {
+			t.Errorf("read of a pending trace: %.300s", got)
+		}
+		if n, _ := st.PendingSpanTraces(ctx); n != 0 {
+			t.Errorf("after reading the dataset, %d traces still pending", n)
+		}
+		f.srv.buildQuiet(ctx)
+		if r := post("b", spans); r.status != 200 {
+			t.Errorf("with the backlog built: %d %s", r.status, r.body)
+		}
+	})
+}
+
+// storedOTelFirst reads the first trace of a dataset (its list builds what
+// is pending).
+func storedOTelFirst(t *testing.T, f *fixture, dataset string) string {
+	t.Helper()
+	var list struct{ Datasets []struct{ ID string } }
+	f.must(200, "GET", "/api/v1/datasets?name="+dataset, "alice", "").json(t, &list)
+	if len(list.Datasets) != 1 {
+		t.Fatalf("dataset %s: %+v", dataset, list)
+	}
+	var page struct{ Traces []struct{ ID string } }
+	f.must(200, "GET", "/api/v1/datasets/"+list.Datasets[0].ID+"/traces", "alice", "").json(t, &page)
+	if len(page.Traces) == 0 {
+		t.Fatalf("dataset %s holds no traces", dataset)
+	}
+	return f.must(200, "GET", "/api/v1/traces/"+page.Traces[0].ID, "alice", "").String()
+}

@@ -355,6 +355,9 @@ func (s *Server) checkDataset(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
+	if err := s.settleDataset(r.Context(), d.ID); err != nil {
+		return err
+	}
 	saved, err := s.datasetPolicy(r, d)
 	if err != nil {
 		return err

@@ -32,6 +32,9 @@ func (s *Server) searchDataset(w http.ResponseWriter, r *http.Request, p *princi
 	if err != nil {
 		return err
 	}
+	if err := s.settleDataset(r.Context(), d.ID); err != nil {
+		return err
+	}
 	q, err := parseQuery(r)
 	if err != nil {
 		return err

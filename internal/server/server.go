@@ -32,6 +32,12 @@ type Config struct {
 	// EvalConcurrency bounds the traces a run evaluates at once (0: 4).
 	LLM             *eval.LLM
 	EvalConcurrency int
+	// A trace received as spans is built once no spans came for it for
+	// SpanQuiet (0: 250ms), or after SpanMaxDelay of spans that keep coming
+	// (0: 2s). While more than SpanBacklog traces (0: 20,000) wait to be
+	// built, span requests are answered 503 with Retry-After.
+	SpanQuiet, SpanMaxDelay time.Duration
+	SpanBacklog             int64
 }
 
 // Server serves the API. It is an http.Handler.
@@ -45,6 +51,10 @@ type Server struct {
 	hasUsers   atomic.Bool // once a user exists local mode is over for good
 	reads      traceReads  // shares concurrent reads of one trace
 	live       liveHub     // listeners of changing traces
+	builder    spanBuilder // builds traces whose spans were accepted (spans.go)
+
+	spanQuiet, spanMaxDelay time.Duration
+	spanBacklog             int64
 
 	llm             *eval.LLM
 	evalConcurrency int
@@ -63,6 +73,16 @@ func New(cfg Config) *Server {
 	}
 	if s.sessionTTL <= 0 {
 		s.sessionTTL = 30 * 24 * time.Hour
+	}
+	s.spanQuiet, s.spanMaxDelay, s.spanBacklog = cfg.SpanQuiet, cfg.SpanMaxDelay, cfg.SpanBacklog
+	if s.spanQuiet <= 0 {
+		s.spanQuiet = 250 * time.Millisecond
+	}
+	if s.spanMaxDelay <= 0 {
+		s.spanMaxDelay = 2 * time.Second
+	}
+	if s.spanBacklog <= 0 {
+		s.spanBacklog = 20000
 	}
 	s.mux = http.NewServeMux()
 	s.routes()

@@ -24,6 +24,9 @@ func (s *Server) traceAccess(r *http.Request, p *principal, write bool) (store.S
 	}
 	id := r.PathValue("id")
 	var t store.StoredTrace
+	if err := s.settleTrace(r.Context(), id); err != nil {
+		return t, err
+	}
 	var err error
 	if write {
 		t, err = s.st.Trace(r.Context(), id)
@@ -245,6 +248,9 @@ const maxPage = 1000
 func (s *Server) listTraces(w http.ResponseWriter, r *http.Request, p *principal) error {
 	d, err := s.readableDataset(r, p, r.PathValue("id"))
 	if err != nil {
+		return err
+	}
+	if err := s.settleDataset(r.Context(), d.ID); err != nil {
 		return err
 	}
 	q := r.URL.Query()

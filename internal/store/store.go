@@ -293,6 +293,41 @@ type SpanTraces interface {
 	// groups[i].
 	AddSpans(ctx context.Context, ownerID, datasetID string, groups []SpanGroup,
 		build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) (ids []string, errs []error, err error)
+
+	// AcceptSpans stores each group's spans in a dataset, in one
+	// transaction, and marks their traces pending instead of building
+	// them (BuildPendingSpans does, once spans stop coming): a trace seen
+	// for the first time gets its row, with the dataset's next index and
+	// no events, metadata naming its otel_trace_id. A span id sent again
+	// replaces the span. ids[i] is the trace of groups[i].
+	AcceptSpans(ctx context.Context, ownerID, datasetID string, groups []SpanGroup) (ids []string, err error)
+	// BuildPendingSpans builds the pending traces f selects from all their
+	// stored spans (in span id order, as AddSpans), stores them with their
+	// search index, and clears their marks. A trace whose build fails keeps
+	// what it was stored as, loses its mark, and is returned with its
+	// error; one whose spans change while it is built is built again.
+	BuildPendingSpans(ctx context.Context, f PendingFilter,
+		build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]PendingBuild, error)
+	// PendingSpanTraces counts the pending traces.
+	PendingSpanTraces(ctx context.Context) (int64, error)
+}
+
+// PendingFilter selects pending traces: TraceIDs (those of them that are
+// pending), else those of DatasetID, else those whose last spans came
+// before Quiet or that have been pending since before Stale. At most Limit
+// (0: all), those pending longest first.
+type PendingFilter struct {
+	TraceIDs  []string
+	DatasetID string
+	Quiet     time.Time
+	Stale     time.Time
+	Limit     int
+}
+
+// PendingBuild is a pending trace built, or whose build failed (Err).
+type PendingBuild struct {
+	TraceID string
+	Err     error
 }
 
 // ---- evaluation (issue 7) ----

@@ -115,46 +115,29 @@ func mapGroup(spans []Span, idx []int) (*trace.Trace, *Problem) {
 	return t, p
 }
 
+// CheckTrace reports the first span of one trace for which MapTrace would
+// fail, without mapping the trace: a receiver that stores spans to build
+// their trace later answers for them now.
+func CheckTrace(spans []Span) error {
+	idx := make([]int, len(spans))
+	for i := range idx {
+		idx[i] = i
+	}
+	nodes, byID, _, p := indexNodes(spans, idx)
+	if p == nil {
+		_, p = tree(nodes, byID)
+	}
+	if p != nil {
+		return p
+	}
+	return nil
+}
+
 // mapNodes maps one trace and also returns its nodes in tree order.
 func mapNodes(spans []Span, idx []int) (*trace.Trace, []*node, *Problem) {
-	nodes := make([]*node, len(idx))
-	byID := make(map[string]*node, len(idx))
-	traceID := ""
-	for j, i := range idx {
-		sp := &spans[i]
-		prob := func(format string, args ...any) *Problem {
-			return &Problem{Span: i, TraceID: sp.TraceID, SpanID: sp.SpanID, Msg: fmt.Sprintf(format, args...)}
-		}
-		if j == 0 {
-			traceID = sp.TraceID
-		} else if sp.TraceID != traceID {
-			return nil, nil, prob("belongs to trace %q, not %q: a trace's spans share one trace id", sp.TraceID, traceID)
-		}
-		switch {
-		case sp.SpanID == "":
-			return nil, nil, prob("the span has no span id")
-		case strings.Contains(sp.SpanID, "."):
-			return nil, nil, prob("the span id contains '.', which addresses (spans.<id>...) cannot hold")
-		case !sp.Start.IsZero() && !sp.End.IsZero() && sp.End.Before(sp.Start):
-			return nil, nil, prob("ends (%s) before it starts (%s)", sp.End.UTC().Format(time.RFC3339Nano), sp.Start.UTC().Format(time.RFC3339Nano))
-		}
-		if where, key := invalidJSON(sp); where != "" {
-			return nil, nil, prob("%s %q: the value is not JSON", where, key)
-		}
-		for _, tm := range []time.Time{sp.Start, sp.End} {
-			if y := tm.UTC().Year(); !tm.IsZero() && (y < 0 || y > 9999) {
-				return nil, nil, prob("time %s is outside the years 0000-9999", tm.UTC())
-			}
-		}
-		if prev, dup := byID[sp.SpanID]; dup {
-			return nil, nil, prob("span id %s is used twice (also by span #%d)", sp.SpanID, prev.idx)
-		}
-		n := &node{idx: i, sp: sp, order: j}
-		if !sp.Start.IsZero() {
-			n.startNS = sp.Start.UnixNano()
-		}
-		nodes[j] = n
-		byID[sp.SpanID] = n
+	nodes, byID, traceID, p := indexNodes(spans, idx)
+	if p != nil {
+		return nil, nil, p
 	}
 	ordered, p := tree(nodes, byID)
 	if p != nil {
@@ -174,6 +157,50 @@ func mapNodes(spans []Span, idx []int) (*trace.Trace, []*node, *Problem) {
 	}
 	t.Events = deriveEvents(ordered)
 	return t, ordered, nil
+}
+
+// indexNodes makes the nodes of one trace's spans, checking each span.
+func indexNodes(spans []Span, idx []int) ([]*node, map[string]*node, string, *Problem) {
+	nodes := make([]*node, len(idx))
+	byID := make(map[string]*node, len(idx))
+	traceID := ""
+	for j, i := range idx {
+		sp := &spans[i]
+		prob := func(format string, args ...any) *Problem {
+			return &Problem{Span: i, TraceID: sp.TraceID, SpanID: sp.SpanID, Msg: fmt.Sprintf(format, args...)}
+		}
+		if j == 0 {
+			traceID = sp.TraceID
+		} else if sp.TraceID != traceID {
+			return nil, nil, "", prob("belongs to trace %q, not %q: a trace's spans share one trace id", sp.TraceID, traceID)
+		}
+		switch {
+		case sp.SpanID == "":
+			return nil, nil, "", prob("the span has no span id")
+		case strings.Contains(sp.SpanID, "."):
+			return nil, nil, "", prob("the span id contains '.', which addresses (spans.<id>...) cannot hold")
+		case !sp.Start.IsZero() && !sp.End.IsZero() && sp.End.Before(sp.Start):
+			return nil, nil, "", prob("ends (%s) before it starts (%s)", sp.End.UTC().Format(time.RFC3339Nano), sp.Start.UTC().Format(time.RFC3339Nano))
+		}
+		if where, key := invalidJSON(sp); where != "" {
+			return nil, nil, "", prob("%s %q: the value is not JSON", where, key)
+		}
+		for _, tm := range []time.Time{sp.Start, sp.End} {
+			if y := tm.UTC().Year(); !tm.IsZero() && (y < 0 || y > 9999) {
+				return nil, nil, "", prob("time %s is outside the years 0000-9999", tm.UTC())
+			}
+		}
+		if prev, dup := byID[sp.SpanID]; dup {
+			return nil, nil, "", prob("span id %s is used twice (also by span #%d)", sp.SpanID, prev.idx)
+		}
+		n := &node{idx: i, sp: sp, order: j}
+		if !sp.Start.IsZero() {
+			n.startNS = sp.Start.UnixNano()
+		}
+		nodes[j] = n
+		byID[sp.SpanID] = n
+	}
+	return nodes, byID, traceID, nil
 }
 
 // invalidJSON names a value of sp that is not JSON: every attribute,

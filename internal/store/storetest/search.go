@@ -563,9 +563,23 @@ func testSearchConsistency(t *testing.T, open func(t *testing.T) store.Store) {
 				for range 1 + r.IntN(3) {
 					ss = append(ss, store.StoredSpan{SpanID: "s" + strconv.Itoa(r.IntN(6)), Data: []byte(spanTexts[r.IntN(len(spanTexts))])})
 				}
-				ids, errs, err := e.st.AddSpans(e.ctx, alice.ID, d.ID, []store.SpanGroup{{OTelTraceID: fmt.Sprintf("%032x", r.IntN(4)), Spans: ss}}, build)
-				if err != nil || errs[0] != nil {
-					t.Fatalf("AddSpans: %v, %v", err, errs)
+				g := []store.SpanGroup{{OTelTraceID: fmt.Sprintf("%032x", r.IntN(4)), Spans: ss}}
+				var ids []string
+				if r.IntN(2) == 0 {
+					var errs []error
+					ids, errs, err = e.st.AddSpans(e.ctx, alice.ID, d.ID, g, build)
+					if err != nil || errs[0] != nil {
+						t.Fatalf("AddSpans: %v, %v", err, errs)
+					}
+				} else {
+					// Accepted now, built now or with the others before
+					// the next check.
+					if ids, err = e.st.AcceptSpans(e.ctx, alice.ID, d.ID, g); err != nil {
+						t.Fatalf("AcceptSpans: %v", err)
+					}
+					if r.IntN(2) == 0 {
+						buildPending(t, e, store.PendingFilter{TraceIDs: ids}, build)
+					}
 				}
 				if !slices.Contains(live, ids[0]) {
 					live = append(live, ids[0])
@@ -580,6 +594,7 @@ func testSearchConsistency(t *testing.T, open func(t *testing.T) store.Store) {
 			if step%20 != 19 {
 				continue
 			}
+			buildPending(t, e, store.PendingFilter{DatasetID: d.ID}, build)
 			bf := e.bruteForce(d, live)
 			for _, src := range queries {
 				q, err := search.Parse(src)

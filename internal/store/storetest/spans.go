@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -161,4 +162,145 @@ func testAddSpansChangedMeanwhile(t *testing.T, open func(t *testing.T) store.St
 	if c := contents(t, e, ids[0]); c != "one,two,three" {
 		t.Errorf("events %q, want one,two,three: a span stored meanwhile was lost", c)
 	}
+}
+
+// buildPending builds the pending traces f selects and fails the test on
+// any error.
+func buildPending(t *testing.T, e *env, f store.PendingFilter, build func(string, [][]byte) (*trace.Trace, error)) []store.PendingBuild {
+	t.Helper()
+	out, err := e.st.BuildPendingSpans(e.ctx, f, build)
+	if err != nil {
+		t.Fatalf("BuildPendingSpans: %v", err)
+	}
+	for _, b := range out {
+		if b.Err != nil {
+			t.Fatalf("BuildPendingSpans: trace %s: %v", b.TraceID, b.Err)
+		}
+	}
+	return out
+}
+
+// testAcceptSpans: spans accepted now and built later make the same trace
+// as AddSpans, whichever way the pending traces are chosen; marks count,
+// clear, and survive a failed build only as the trace stored before it.
+func testAcceptSpans(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	alice := e.user("alice")
+	d := e.dataset(alice, "otel", false)
+	ref := e.dataset(alice, "reference", false)
+	var seen [][]string
+	var mu sync.Mutex
+	build := spanBuild(&mu, &seen)
+	accept := func(groups ...store.SpanGroup) []string {
+		t.Helper()
+		ids, err := e.st.AcceptSpans(e.ctx, alice.ID, d.ID, groups)
+		if err != nil {
+			t.Fatalf("AcceptSpans: %v", err)
+		}
+		if len(ids) != len(groups) {
+			t.Fatalf("AcceptSpans: %d ids for %d groups", len(ids), len(groups))
+		}
+		return ids
+	}
+	pending := func(want int64) {
+		t.Helper()
+		if n, err := e.st.PendingSpanTraces(e.ctx); err != nil || n != want {
+			t.Errorf("pending traces: %d, %v; want %d", n, err, want)
+		}
+	}
+	const a, b = "0af7651916cd43dd8448eb211c80319c", "4bf92f3577b34da6a3ce929d0e0e4736"
+
+	// Spans of a over three requests, out of order, one sent again changed;
+	// b in the second. Until built, a trace has its row and no events.
+	ids := accept(store.SpanGroup{OTelTraceID: a, Spans: spans("s3", "three", "s1", "one-old", "s1", "one")})
+	ta := ids[0]
+	st := e.get(ta)
+	if st.Index != 0 || len(st.Trace.Events) != 0 || !strings.Contains(string(st.Trace.Metadata), a) {
+		t.Errorf("accepted, not built: index %d, %d events, metadata %s", st.Index, len(st.Trace.Events), st.Trace.Metadata)
+	}
+	ids = accept(store.SpanGroup{OTelTraceID: b, Spans: spans("x", "bx")}, store.SpanGroup{OTelTraceID: a, Spans: spans("s1", "ONE")})
+	tb := ids[0]
+	if ids[1] != ta || tb == ta || e.get(tb).Index != 1 {
+		t.Errorf("second request: ids %v, a is %s", ids, ta)
+	}
+	accept(store.SpanGroup{OTelTraceID: a, Spans: spans("s2", "two")})
+	pending(2)
+	if n := e.ds(d.ID).TraceCount; n != 2 {
+		t.Errorf("dataset has %d traces, want 2", n)
+	}
+
+	// By trace id: a alone, built once from all its spans.
+	seen = nil
+	out := buildPending(t, e, store.PendingFilter{TraceIDs: []string{ta, missingID}}, build)
+	if len(out) != 1 || out[0].TraceID != ta || fmt.Sprint(seen) != "[[ONE two three]]" {
+		t.Errorf("build a: %v, build saw %v", out, seen)
+	}
+	pending(1)
+	// The same spans through AddSpans make the same trace.
+	rids, _, err := e.st.AddSpans(e.ctx, alice.ID, ref.ID, []store.SpanGroup{{OTelTraceID: a, Spans: spans("s3", "three", "s1", "ONE", "s2", "two")}}, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.get(ta).Trace, e.get(rids[0]).Trace; got.Name != want.Name || contents(t, e, ta) != contents(t, e, rids[0]) || string(got.Metadata) != string(want.Metadata) {
+		t.Errorf("accepted then built: %q %q %s; AddSpans: %q %q %s", got.Name, contents(t, e, ta), got.Metadata, want.Name, contents(t, e, rids[0]), want.Metadata)
+	}
+
+	// By quiet time: b's spans came before now, so it is quiet now and not
+	// a moment before it came.
+	if out := buildPending(t, e, store.PendingFilter{Quiet: st.CreatedAt.Add(-time.Hour), Stale: st.CreatedAt.Add(-time.Hour)}, build); len(out) != 0 {
+		t.Errorf("nothing is quiet an hour before: built %v", out)
+	}
+	if out := buildPending(t, e, store.PendingFilter{Quiet: time.Now().Add(time.Second)}, build); len(out) != 1 || out[0].TraceID != tb || contents(t, e, tb) != "bx" {
+		t.Errorf("quiet b: built %v, events %q", out, contents(t, e, tb))
+	}
+	pending(0)
+	if out := buildPending(t, e, store.PendingFilter{DatasetID: d.ID}, build); len(out) != 0 {
+		t.Errorf("nothing pending, built %v", out)
+	}
+
+	// A failed build: the trace stays as it was, the mark goes, and the
+	// next spans build again.
+	accept(store.SpanGroup{OTelTraceID: b, Spans: spans("y", "bad")})
+	out, err = e.st.BuildPendingSpans(e.ctx, store.PendingFilter{DatasetID: d.ID}, build)
+	if err != nil || len(out) != 1 || out[0].TraceID != tb || out[0].Err == nil {
+		t.Fatalf("failed build: %v, %v", out, err)
+	}
+	if c := contents(t, e, tb); c != "bx" {
+		t.Errorf("after a failed build: events %q, want bx", c)
+	}
+	pending(0)
+	accept(store.SpanGroup{OTelTraceID: b, Spans: spans("y", "fine")})
+	buildPending(t, e, store.PendingFilter{DatasetID: d.ID}, build)
+	if c := contents(t, e, tb); c != "bx,fine" {
+		t.Errorf("after a failed build and new spans: events %q, want bx,fine", c)
+	}
+
+	// A trace deleted while pending takes its mark along.
+	accept(store.SpanGroup{OTelTraceID: a, Spans: spans("s4", "four")})
+	if err := e.st.DeleteTrace(e.ctx, ta); err != nil {
+		t.Fatal(err)
+	}
+	pending(0)
+
+	// Spans accepted while a trace is built are built into it in the
+	// writing transaction.
+	accept(store.SpanGroup{OTelTraceID: b, Spans: spans("z1", "more")})
+	interfered := false
+	meddling := func(otelID string, sp [][]byte) (*trace.Trace, error) {
+		if !interfered {
+			interfered = true
+			if _, err := e.st.AcceptSpans(e.ctx, alice.ID, d.ID, []store.SpanGroup{{OTelTraceID: b, Spans: spans("z2", "meanwhile")}}); err != nil {
+				t.Errorf("the other request: %v", err)
+			}
+		}
+		return build(otelID, sp)
+	}
+	buildPending(t, e, store.PendingFilter{DatasetID: d.ID}, meddling)
+	if c := contents(t, e, tb); c != "bx,fine,more,meanwhile" {
+		t.Errorf("events %q, want bx,fine,more,meanwhile: a span accepted meanwhile was lost", c)
+	}
+	pending(0)
+
+	_, err = e.st.AcceptSpans(e.ctx, alice.ID, missingID, []store.SpanGroup{{OTelTraceID: a, Spans: spans("s", "x")}})
+	wantErr(t, "unknown dataset", err, store.ErrNotFound)
 }

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentAddTraces", testConcurrentAdds},
 		{"AddSpans", testAddSpans},
 		{"AddSpansChangedMeanwhile", testAddSpansChangedMeanwhile},
+		{"AcceptSpans", testAcceptSpans},
 		{"SearchConformance", testSearchConformance},
 		{"SearchConsistency", testSearchConsistency},
 	}

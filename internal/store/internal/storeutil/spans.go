@@ -2,6 +2,7 @@ package storeutil
 
 import (
 	"bytes"
+	"encoding/json"
 	"runtime"
 	"slices"
 	"strings"
@@ -127,4 +128,41 @@ func sameSpans(a, b map[string][]byte) bool {
 		}
 	}
 	return true
+}
+
+// PendingTrace is a trace marked pending (SpanTraces.AcceptSpans), read to
+// be built.
+type PendingTrace struct {
+	TraceID     string
+	OTelTraceID string
+	Seq         int64             // its mark's sequence number when read
+	Fresh       bool              // never built: it has no index rows
+	Spans       map[string][]byte // all its stored spans
+}
+
+// BuildPending builds pending traces from their stored spans, on several
+// cores.
+func BuildPending(ps []PendingTrace, build func(otelTraceID string, spans [][]byte) (*trace.Trace, error), now time.Time) []SpanBuild {
+	groups := make([]store.SpanGroup, len(ps))
+	stored := make([]map[string][]byte, len(ps))
+	for i, p := range ps {
+		groups[i].OTelTraceID = p.OTelTraceID
+		stored[i] = p.Spans
+	}
+	return BuildSpanGroups(groups, stored, build, now)
+}
+
+// PendingRow is the row of a trace whose first spans were accepted and
+// that is not built yet: no events, its metadata naming its OpenTelemetry
+// trace id (as the built trace's does).
+func PendingRow(otelTraceID string, now time.Time) (Row, error) {
+	meta, err := json.Marshal(map[string]string{"otel_trace_id": otelTraceID})
+	if err != nil {
+		return Row{}, err
+	}
+	rows, err := PrepareTraces([]store.NewTrace{{Trace: &trace.Trace{Metadata: meta}}}, now)
+	if err != nil {
+		return Row{}, err
+	}
+	return rows[0], nil
 }

@@ -1,0 +1,19 @@
+-- OpenTelemetry ingest (issue 8): traces whose spans were accepted but not
+-- yet built. A receiver stores spans and marks their trace; the trace is
+-- built once its spans stop coming, so a trace sent in many requests is
+-- built once rather than on every request. The marks outlive a restart.
+
+-- +goose Up
+CREATE TABLE otel_pending (
+    trace_id      TEXT PRIMARY KEY REFERENCES traces (id) ON DELETE CASCADE,
+    dataset_id    TEXT NOT NULL,
+    otel_trace_id TEXT NOT NULL,
+    since         INTEGER NOT NULL, -- µs: marked pending then
+    touched       INTEGER NOT NULL, -- µs: its last spans came then
+    seq           INTEGER NOT NULL, -- bumped by every request: a build clears the mark only if unchanged
+    fresh         INTEGER NOT NULL  -- 1: never built, so it has no index rows
+) WITHOUT ROWID;
+CREATE INDEX otel_pending_dataset ON otel_pending (dataset_id);
+
+-- +goose Down
+DROP TABLE otel_pending;
