@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -198,6 +200,11 @@ func (s *Store) AcceptSpans(ctx context.Context, ownerID, datasetID string, grou
 			return err
 		}
 		created := 0
+		type mark struct {
+			tid, otelID string
+			fresh       bool
+		}
+		var marks []mark
 		for i, g := range groups {
 			tid := ""
 			err := tx.QueryRow(ctx, `SELECT trace_id::text FROM otel_traces WHERE dataset_id = $1 AND otel_trace_id = $2`, datasetID, g.OTelTraceID).Scan(&tid)
@@ -227,12 +234,18 @@ func (s *Store) AcceptSpans(ctx context.Context, ownerID, datasetID string, grou
 			if err := upsertSpans(ctx, tx, tid, write); err != nil {
 				return err
 			}
+			marks = append(marks, mark{tid, g.OTelTraceID, fresh})
+			ids[i] = tid
+		}
+		// Marks are taken in trace id order, as BuildPendingSpans takes
+		// them, so that the two never wait for each other in a cycle.
+		slices.SortFunc(marks, func(a, b mark) int { return strings.Compare(a.tid, b.tid) })
+		for _, m := range marks {
 			if _, err := tx.Exec(ctx, `INSERT INTO otel_pending (trace_id, dataset_id, otel_trace_id, since, touched, seq, fresh) VALUES ($1, $2, $3, $4, $4, 1, $5)
 				ON CONFLICT (trace_id) DO UPDATE SET touched = excluded.touched, seq = otel_pending.seq + 1`,
-				tid, datasetID, g.OTelTraceID, now, fresh); err != nil {
+				m.tid, datasetID, m.otelID, now, m.fresh); err != nil {
 				return err
 			}
-			ids[i] = tid
 		}
 		_, err := tx.Exec(ctx, `UPDATE datasets SET next_index = $1, trace_count = trace_count + $2, last_pushed = $3 WHERE id = $4`,
 			next, created, now, datasetID)
@@ -271,10 +284,9 @@ func (s *Store) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
 		for i, p := range ps {
 			ids[i] = p.TraceID
 		}
-		// SKIP LOCKED: a mark that a request is changing right now is left
-		// for the next round rather than waited for (a request and a build
-		// taking marks in different orders would deadlock).
-		rows, err := tx.Query(ctx, `SELECT trace_id::text, seq FROM otel_pending WHERE trace_id = ANY($1::uuid[]) FOR UPDATE SKIP LOCKED`, ids)
+		// Locked in trace id order, as AcceptSpans takes them: a build
+		// waits for a request marking its traces, and never in a cycle.
+		rows, err := tx.Query(ctx, `SELECT trace_id::text, seq FROM otel_pending WHERE trace_id = ANY($1::uuid[]) ORDER BY trace_id FOR UPDATE`, ids)
 		if err != nil {
 			return err
 		}
@@ -311,7 +323,7 @@ func (s *Store) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
 		var used []int64 // texts of the rebuilt traces' old index rows
 		for i, p := range ps {
 			if _, ok := seqs[p.TraceID]; !ok {
-				continue // built meanwhile, deleted, or being changed
+				continue // built meanwhile, or deleted
 			}
 			if _, err := tx.Exec(ctx, `DELETE FROM otel_pending WHERE trace_id = $1`, p.TraceID); err != nil {
 				return err

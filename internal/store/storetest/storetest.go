@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AddSpans", testAddSpans},
 		{"AddSpansChangedMeanwhile", testAddSpansChangedMeanwhile},
 		{"AcceptSpans", testAcceptSpans},
+		{"AcceptSpansConcurrently", testAcceptSpansConcurrently},
 		{"SearchConformance", testSearchConformance},
 		{"SearchConsistency", testSearchConsistency},
 	}
