@@ -2,6 +2,7 @@ package search
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -280,8 +281,12 @@ func FuzzParse(f *testing.F) {
 		for _, n := range q.Policies() {
 			plan.PolicyIDs[n] = "id"
 		}
+		plan.Sets = map[string]Leaf{}
 		for i, l := range q.Leaves(testDialect{}) {
 			plan.Common[l.Key] = i%2 == 0
+			if i%4 == 1 { // a rare leaf in the store's own form
+				plan.Sets[l.Key] = Leaf{Key: l.Key, Set: "SELECT list(?, ?)", Args: []any{1, 2}}
+			}
 		}
 		c, err := q.Compile(testDialect{}, plan)
 		if err != nil {
@@ -305,3 +310,35 @@ func (testDialect) ScanTrace() string                    { return "scan(?)" }
 func (testDialect) Contains(col string) string           { return "instr(" + col + ", ?)" }
 func (testDialect) ExtraMember(col, key string) string   { return col + "." + key }
 func (testDialect) Unindexed(col string) string          { return "+" + col }
+
+// TestPlanSets: a set the store gives for a rare leaf replaces the leaf's
+// own, in the driver and in the condition; a common leaf is scanned.
+func TestPlanSets(t *testing.T) {
+	q, err := Parse("refund tool:x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := q.Leaves(testDialect{})
+	if len(ls) != 2 || ls[0].Word != "refund" || ls[1].Word != "" {
+		t.Fatalf("leaves %+v", ls)
+	}
+	given := Leaf{Key: ls[0].Key, Set: "SELECT given(?)", Args: []any{"ids"}}
+	c, err := q.Compile(testDialect{}, Plan{Common: map[string]bool{ls[1].Key: true}, Sets: map[string]Leaf{ls[0].Key: given}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(c.Driver, "SELECT given(?)") || fmt.Sprint(c.DriverArgs) != "[ids]" {
+		t.Errorf("driver %q %v", c.Driver, c.DriverArgs)
+	}
+	if !strings.Contains(c.Cond, "t.id IN (SELECT given(?))") || strings.Contains(c.Cond, "scan(?)") {
+		t.Errorf("condition %q", c.Cond)
+	}
+	// Common, the word is scanned and the given set is not used.
+	c, err = q.Compile(testDialect{}, Plan{Common: map[string]bool{ls[0].Key: true, ls[1].Key: true}, Sets: map[string]Leaf{ls[0].Key: given}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(c.Cond, "given") || !strings.Contains(c.Cond, "scan(?)") || c.Driver != "" {
+		t.Errorf("common: condition %q, driver %q", c.Cond, c.Driver)
+	}
+}

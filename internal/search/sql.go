@@ -47,6 +47,7 @@ type Leaf struct {
 	Key  string
 	Set  string
 	Args []any
+	Word string // the text of a text leaf, else ""
 }
 
 // Plan is what the store learned before compiling: which leaves are common
@@ -56,6 +57,10 @@ type Plan struct {
 	// Common leaves, by Key, are tested trace by trace in index order,
 	// where a first page comes soon; the others are collected as sets.
 	Common map[string]bool
+	// Sets, by Key, replace the Set of leaves: the store may give a cheaper
+	// form it learned while counting (the texts that hold a word, say), so
+	// that the full-text index is not asked again for each use.
+	Sets map[string]Leaf
 	// PolicyIDs maps the policy names the query names to saved policy ids.
 	PolicyIDs map[string]string
 	// Dataset is the name of the dataset searched, for dataset:name.
@@ -94,7 +99,7 @@ func leaf(d Dialect, n Node) (Leaf, bool) {
 			return Leaf{}, false
 		}
 		sql, arg := d.IndexedTraces(n.Value)
-		return Leaf{Key: "text " + n.Value, Set: sql, Args: []any{arg}}, true
+		return Leaf{Key: "text " + n.Value, Set: sql, Args: []any{arg}, Word: n.Value}, true
 	case Filter:
 		switch n.Field {
 		case "role", "tool", "kind":
@@ -150,6 +155,7 @@ func (q *Query) Compile(d Dialect, plan Plan) (Compiled, error) {
 			continue
 		}
 		if l, ok := leaf(d, t); ok && !plan.Common[l.Key] {
+			l = plan.resolve(l)
 			out.Driver, out.DriverArgs = "SELECT DISTINCT trace_id FROM ("+l.Set+") d", l.Args
 			break
 		}
@@ -217,8 +223,17 @@ func cost(n Node) int {
 	return 1
 }
 
-// in is the set form of a leaf.
+// resolve is l, or the set the store gave for it.
+func (p Plan) resolve(l Leaf) Leaf {
+	if s, ok := p.Sets[l.Key]; ok {
+		return s
+	}
+	return l
+}
+
+// in is the set form of a rare leaf.
 func (c *compiler) in(l Leaf) string {
+	l = c.plan.resolve(l)
 	c.args = append(c.args, l.Args...)
 	return "t.id IN (" + l.Set + ")"
 }

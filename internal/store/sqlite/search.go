@@ -436,7 +436,7 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	if err != nil {
 		return res, err
 	}
-	plan := search.Plan{Dataset: ds.Name, Common: map[string]bool{}}
+	plan := search.Plan{Dataset: ds.Name, Common: map[string]bool{}, Sets: map[string]search.Leaf{}}
 	if names := q.Policies(); len(names) > 0 {
 		ps, err := s.ListPolicies(ctx, datasetID)
 		if err != nil {
@@ -445,6 +445,21 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 		plan.PolicyIDs = storeutil.PolicyIDs(ps)
 	}
 	for _, l := range q.Leaves(dialect{}) {
+		// A word's trigram lookup is most of a rare word's time: the texts
+		// that hold it are looked up once, and the query then finds their
+		// traces by text (each use of the word asked FTS5 again).
+		// Only a few: a word in many texts is often common, and each text
+		// FTS5 returns is read again to test the pattern.
+		if l.Word != "" {
+			texts, err := s.textsHolding(ctx, l.Word, fewTexts)
+			if err != nil {
+				return res, fail(ctx, err, "search dataset %s", datasetID)
+			}
+			if texts != nil {
+				l.Set, l.Args = "SELECT trace_id FROM search_pieces WHERE text_id IN (SELECT value FROM json_each(?))", []any{string(texts)}
+				plan.Sets[l.Key] = l
+			}
+		}
 		var n int
 		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (`+l.Set+` LIMIT ?)`, append(l.Args, storeutil.CommonBound(opts))...).Scan(&n); err != nil {
 			return res, fail(ctx, err, "search dataset %s", datasetID)
@@ -514,6 +529,35 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 		}
 	}
 	return res, nil
+}
+
+// fewTexts is the most texts holding a word that a query lists.
+const fewTexts = 64
+
+// textsHolding returns the ids of the texts that hold word, as a JSON
+// array, or nil when there are more than max.
+func (s *Store) textsHolding(ctx context.Context, word string, max int) ([]byte, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT rowid FROM search_fts WHERE text GLOB ? LIMIT ?`, globPattern(word), max+1)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	list := []byte{'['}
+	n := 0
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		if n++; n > max {
+			return nil, rows.Close()
+		}
+		if n > 1 {
+			list = append(list, ',')
+		}
+		list = strconv.AppendInt(list, id, 10)
+	}
+	return append(list, ']'), rows.Err()
 }
 
 // hits reads the pieces of the page's traces and marks the words in them.
