@@ -173,18 +173,11 @@ func partial(t *testing.T, b []byte) (rejected uint64, msg string) {
 // taken out so that traces of different datasets compare.
 func storedOTel(t *testing.T, f *fixture, dataset string) string {
 	t.Helper()
-	var list struct{ Datasets []struct{ ID string } }
-	f.must(200, "GET", "/api/v1/datasets?name="+dataset, "alice", "").json(t, &list)
-	if len(list.Datasets) != 1 {
-		t.Fatalf("dataset %s: %+v", dataset, list)
+	id, body, n := firstTrace(t, f, dataset)
+	if n != 1 {
+		t.Fatalf("dataset %s holds %d traces, want 1", dataset, n)
 	}
-	var page struct{ Traces []struct{ ID string } }
-	f.must(200, "GET", "/api/v1/datasets/"+list.Datasets[0].ID+"/traces", "alice", "").json(t, &page)
-	if len(page.Traces) != 1 {
-		t.Fatalf("dataset %s holds %d traces, want 1", dataset, len(page.Traces))
-	}
-	body := f.must(200, "GET", "/api/v1/traces/"+page.Traces[0].ID, "alice", "").String()
-	return strings.Replace(body, `"id":"`+page.Traces[0].ID+`",`, "", 1)
+	return strings.Replace(body, `"id":"`+id+`",`, "", 1)
 }
 
 // TestOTLPTransports: the same spans sent as protobuf, as JSON with hex ids,
@@ -570,7 +563,7 @@ func TestOTLPPendingBuild(t *testing.T) {
 		}
 		// A read of the dataset builds its traces first: the same trace
 		// as a request built at once would give.
-		got := storedOTelFirst(t, f, "a")
+		_, got, _ := firstTrace(t, f, "a")
 		if !strings.Contains(got, `"role":"assistant"`) || !strings.Contains(got, `"otel_trace_id"`) {
 			t.Errorf("read of a pending trace: %.300s", got)
 		}
@@ -584,19 +577,24 @@ func TestOTLPPendingBuild(t *testing.T) {
 	})
 }
 
-// storedOTelFirst reads the first trace of a dataset (its list builds what
-// is pending).
-func storedOTelFirst(t *testing.T, f *fixture, dataset string) string {
+// firstTrace reads the id and the body of a dataset's first trace, and how
+// many it lists (the list builds what is pending first).
+func firstTrace(t *testing.T, f *fixture, dataset string) (id, body string, n int) {
+	t.Helper()
+	var page struct{ Traces []struct{ ID string } }
+	f.must(200, "GET", "/api/v1/datasets/"+datasetID(t, f, dataset)+"/traces", "alice", "").json(t, &page)
+	if len(page.Traces) == 0 {
+		t.Fatalf("dataset %s holds no traces", dataset)
+	}
+	return page.Traces[0].ID, f.must(200, "GET", "/api/v1/traces/"+page.Traces[0].ID, "alice", "").String(), len(page.Traces)
+}
+
+func datasetID(t *testing.T, f *fixture, dataset string) string {
 	t.Helper()
 	var list struct{ Datasets []struct{ ID string } }
 	f.must(200, "GET", "/api/v1/datasets?name="+dataset, "alice", "").json(t, &list)
 	if len(list.Datasets) != 1 {
 		t.Fatalf("dataset %s: %+v", dataset, list)
 	}
-	var page struct{ Traces []struct{ ID string } }
-	f.must(200, "GET", "/api/v1/datasets/"+list.Datasets[0].ID+"/traces", "alice", "").json(t, &page)
-	if len(page.Traces) == 0 {
-		t.Fatalf("dataset %s holds no traces", dataset)
-	}
-	return f.must(200, "GET", "/api/v1/traces/"+page.Traces[0].ID, "alice", "").String()
+	return list.Datasets[0].ID
 }

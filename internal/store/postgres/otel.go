@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -65,15 +66,8 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 			}
 			r, tid := &b.Row, tids[i]
 			if tid == "" {
-				idx, newNext := storeutil.AssignIndexes(next, []*int64{r.Given})
-				next = newNext
 				tid = r.ID
-				if _, err := tx.Exec(ctx, `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, tid, datasetID, ownerID, idx[0], r.Name, optText(r.Metadata), optText(r.Hierarchy),
-					r.EventCount, now, r.Encoding, r.Content); err != nil {
-					return fmt.Errorf("trace of OpenTelemetry trace %s: %w", g.OTelTraceID, err)
-				}
-				if _, err := tx.Exec(ctx, `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) VALUES ($1, $2, $3)`, datasetID, g.OTelTraceID, tid); err != nil {
+				if next, err = insertSpanTrace(ctx, tx, ownerID, datasetID, g.OTelTraceID, r, next, now); err != nil {
 					return err
 				}
 				created++
@@ -119,6 +113,19 @@ func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 		return nil, nil, fail(ctx, err, "add spans")
 	}
 	return ids, errs, nil
+}
+
+// insertSpanTrace stores the row of an OpenTelemetry trace seen for the
+// first time, with the dataset's next index, and returns the index after.
+func insertSpanTrace(ctx context.Context, tx pgx.Tx, ownerID, datasetID, otelTraceID string, r *storeutil.Row, next int64, now time.Time) (int64, error) {
+	idx, next := storeutil.AssignIndexes(next, []*int64{r.Given})
+	if _, err := tx.Exec(ctx, `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, r.ID, datasetID, ownerID, idx[0], r.Name, optText(r.Metadata), optText(r.Hierarchy),
+		r.EventCount, now, r.Encoding, r.Content); err != nil {
+		return 0, fmt.Errorf("trace of OpenTelemetry trace %s: %w", otelTraceID, err)
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) VALUES ($1, $2, $3)`, datasetID, otelTraceID, r.ID)
+	return next, err
 }
 
 // upsertSpans writes a trace's spans in one statement: arrays of span ids
@@ -217,15 +224,8 @@ func (s *Store) AcceptSpans(ctx context.Context, ownerID, datasetID string, grou
 				if err != nil {
 					return err
 				}
-				var idx []int64
-				idx, next = storeutil.AssignIndexes(next, []*int64{nil})
 				tid = r.ID
-				if _, err := tx.Exec(ctx, `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, tid, datasetID, ownerID, idx[0], r.Name, optText(r.Metadata), optText(r.Hierarchy),
-					r.EventCount, now, r.Encoding, r.Content); err != nil {
-					return fmt.Errorf("trace of OpenTelemetry trace %s: %w", g.OTelTraceID, err)
-				}
-				if _, err := tx.Exec(ctx, `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) VALUES ($1, $2, $3)`, datasetID, g.OTelTraceID, tid); err != nil {
+				if next, err = insertSpanTrace(ctx, tx, ownerID, datasetID, g.OTelTraceID, &r, next, now); err != nil {
 					return err
 				}
 				created++
