@@ -276,31 +276,22 @@ func (s *Store) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
 			return err
 		}
 		seqs := make(map[string]int64, len(cur))
-		var again []storeutil.PendingTrace
 		for _, p := range cur {
 			seqs[p.TraceID] = p.Seq
 		}
+		var again []storeutil.PendingTrace
 		var againAt []int
 		for i, p := range ps {
 			if seq, ok := seqs[p.TraceID]; ok && seq != p.Seq {
-				againAt = append(againAt, i)
-			}
-		}
-		if len(againAt) > 0 {
-			byID := make(map[string]storeutil.PendingTrace, len(cur))
-			for _, p := range cur {
-				byID[p.TraceID] = p
-			}
-			for _, i := range againAt {
-				p := byID[ps[i].TraceID]
+				p.Seq = seq
 				if p.Spans, err = readSpans(ctx, tx, p.TraceID); err != nil {
 					return err
 				}
-				again = append(again, p)
+				again, againAt = append(again, p), append(againAt, i)
 			}
-			for k, b := range storeutil.BuildPending(again, build, now) {
-				ps[againAt[k]], built[againAt[k]] = again[k], b
-			}
+		}
+		for k, b := range storeutil.BuildPending(again, build, now) {
+			ps[againAt[k]], built[againAt[k]] = again[k], b
 		}
 		// Fresh traces first: writeDocs diffs only the others.
 		var freshIDs, oldIDs []string
