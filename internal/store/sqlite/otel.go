@@ -279,19 +279,9 @@ func (s *Store) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
 		for _, p := range cur {
 			seqs[p.TraceID] = p.Seq
 		}
-		var again []storeutil.PendingTrace
-		var againAt []int
-		for i, p := range ps {
-			if seq, ok := seqs[p.TraceID]; ok && seq != p.Seq {
-				p.Seq = seq
-				if p.Spans, err = readSpans(ctx, tx, p.TraceID); err != nil {
-					return err
-				}
-				again, againAt = append(again, p), append(againAt, i)
-			}
-		}
-		for k, b := range storeutil.BuildPending(again, build, now) {
-			ps[againAt[k]], built[againAt[k]] = again[k], b
+		read := func(id string) (map[string][]byte, error) { return readSpans(ctx, tx, id) }
+		if err := storeutil.RebuildMoved(ps, built, seqs, read, build, now); err != nil {
+			return err
 		}
 		// Fresh traces first: writeDocs diffs only the others.
 		var freshIDs, oldIDs []string

@@ -166,3 +166,26 @@ func PendingRow(otelTraceID string, now time.Time) (Row, error) {
 	}
 	return rows[0], nil
 }
+
+// RebuildMoved reads again (readSpans) and rebuilds, in ps and built, the
+// pending traces whose mark's sequence number is now another (seqs, read in
+// the writing transaction): spans came for them since they were built.
+func RebuildMoved(ps []PendingTrace, built []SpanBuild, seqs map[string]int64, readSpans func(traceID string) (map[string][]byte, error),
+	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error), now time.Time) error {
+	var again []PendingTrace
+	var againAt []int
+	for i, p := range ps {
+		if seq, ok := seqs[p.TraceID]; ok && seq != p.Seq {
+			p.Seq = seq
+			var err error
+			if p.Spans, err = readSpans(p.TraceID); err != nil {
+				return err
+			}
+			again, againAt = append(again, p), append(againAt, i)
+		}
+	}
+	for k, b := range BuildPending(again, build, now) {
+		ps[againAt[k]], built[againAt[k]] = again[k], b
+	}
+	return nil
+}
