@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -70,6 +72,10 @@ func startChild(t *testing.T, db string, args ...string) *child {
 	return c
 }
 
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
 func (c *child) kill(t *testing.T) {
 	t.Helper()
 	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -121,6 +127,11 @@ func crashOnce(t *testing.T, db string) {
 		wg      sync.WaitGroup
 		// Requests under way, so that the kill is known to cut some off.
 		pushing, uploading atomic.Int32
+		// Once hold is set, the first uploader stops before its last line
+		// until the kill, and held counts those stops: an upload cut there was sent
+		// and cannot have been acknowledged, whatever the scheduling.
+		hold atomic.Bool
+		held atomic.Int32
 	)
 	stop := make(chan struct{})
 	traceJSON := func(tag string, i int) json.RawMessage {
@@ -173,14 +184,23 @@ func crashOnce(t *testing.T, db string) {
 				k := len(uploads) - 1
 				mu.Unlock()
 				var file bytes.Buffer
-				for i := range uploadSize {
+				for i := range uploadSize - 1 {
 					fmt.Fprintf(&file, `[{"role":"user","content":"%s %d %s"}]`+"\n", name, i, strings.Repeat("y", 300))
 				}
+				last := fmt.Sprintf(`[{"role":"user","content":"%s %d"}]`+"\n", name, uploadSize-1)
+				body := io.MultiReader(&file, readerFunc(func(p []byte) (int, error) {
+					if g == 0 && hold.Load() {
+						held.Add(1)
+						<-stop
+						return 0, errors.New("killed")
+					}
+					return 0, io.EOF
+				}), strings.NewReader(last))
 				mu.Lock()
 				uploads[k].sent = true
 				mu.Unlock()
 				uploading.Add(1)
-				_, err = c.Upload(ctx, d.ID, name+".jsonl", &file, client.UploadOptions{})
+				_, err = c.Upload(ctx, d.ID, name+".jsonl", body, client.UploadOptions{})
 				uploading.Add(-1)
 				if err != nil {
 					return
@@ -191,15 +211,19 @@ func crashOnce(t *testing.T, db string) {
 			}
 		}()
 	}
-	// Kill once enough was acknowledged and while a push and an upload are
-	// both under way.
+	// Kill once enough was acknowledged, while a push is under way and an
+	// upload is held before its end (the other uploader may be anywhere,
+	// committing included, which is left to chance).
 	deadline := time.Now().Add(stopWaiting)
 	time.Sleep(killAfter)
 	for {
 		mu.Lock()
 		n := len(acked)
 		mu.Unlock()
-		if n >= minAcked && pushing.Load() > 0 && uploading.Load() > 0 || time.Now().After(deadline) {
+		if n >= minAcked {
+			hold.Store(true)
+		}
+		if n >= minAcked && pushing.Load() > 0 && held.Load() > 0 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(time.Millisecond)
