@@ -169,6 +169,41 @@ describe('explorer', () => {
     await shot(page, 'range-annotation');
   });
 
+  test('a selection across the tokens of a JSON tool output maps to its source characters', async () => {
+    await openFirstTrace('airline');
+    const traceId = page.url().split('/traces/')[1].split(/[?#]/)[0];
+    const events = (await api(srv.base, 'GET', `/traces/${traceId}`)).events;
+    const k = events.findIndex((e) => e.role === 'tool' && /^\{.{100,}\}$/s.test(e.content ?? ''));
+    assert.ok(k > 0, 'a JSON tool output in the first trace');
+    await page.goto(`${srv.base}/traces/${traceId}#messages.${k}`);
+    await page.waitForSelector(`.card[data-event="${k}"] .rich code[data-o]`);
+    // Code blocks carry one offset on the code element; the text between
+    // tokens is bare, so the address comes from the text before the point.
+    const sel = await page.evaluate((k) => {
+      const code = document.querySelector(`.card[data-event="${k}"] .rich code[data-o]`);
+      const texts = [];
+      const w = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+      while (w.nextNode()) texts.push(w.currentNode);
+      const r = document.createRange();
+      r.setStart(texts[3], 1);
+      r.setEnd(texts[9], 1);
+      const s = getSelection();
+      s.removeAllRanges();
+      s.addRange(r);
+      code.dispatchEvent(new MouseEvent('mouseup', { bubbles: true }));
+      return { text: r.toString(), event: Number(code.closest('.card').dataset.event), nodes: texts.length };
+    }, k);
+    assert.ok(sel.nodes > 10 && sel.text.length > 5, JSON.stringify(sel));
+    await page.click('button.sel-comment');
+    const addr = await page.locator('.composer-addr').textContent();
+    const m = addr.match(/^messages\.(\d+)\.content:(\d+)-(\d+)$/);
+    assert.ok(m, addr);
+    assert.equal(Number(m[1]), sel.event);
+    const content = events[sel.event].content;
+    assert.equal([...content].slice(Number(m[2]), Number(m[3])).join(''), sel.text);
+    await page.keyboard.press('Escape');
+  });
+
   test('thumbs up is stored as an annotation and shown on the event', async () => {
     await openFirstTrace('airline');
     await page.locator('.card[data-event="2"] button.rate[aria-label="thumbs up"]').click();

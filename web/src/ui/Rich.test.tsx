@@ -39,7 +39,9 @@ describe('safe markdown', () => {
     const out = html('# Title\n\n- one\n- **two**\n\n```python\ndef f(): return "x"\n```\n> quote');
     expect(out).toContain('<h3 class="md-h">');
     expect(out).toContain('<strong>');
-    expect(out).toMatch(/<pre class="md-pre" data-lang="python"><code>.*tk-kw.*def/);
+    // One source offset on the code element (the start of its text), bare
+    // text between tokens.
+    expect(out).toMatch(/<pre class="md-pre" data-lang="python"><code data-o="36"><span class="tk-kw">def<\/span> f\(\): <span class="tk-kw">return/);
     expect(out).toContain('<blockquote>');
     expect(parseBlocks('a\nb\n\nc').map((b) => b.t)).toEqual(['p', 'p']);
   });
@@ -60,6 +62,14 @@ describe('highlights in rendered text', () => {
     const raw = html(src, ['messages.0.content:L2'], 'raw');
     expect(marked(raw)).toEqual(['third']);
     expect(raw).toContain('data-line="2"');
+  });
+  it('marks exact ranges in a JSON document across its tokens', () => {
+    const src = '{"name": "Émile 𝄞", "n": 42}';
+    const out = html(src, ['messages.0.content:10-22']);
+    expect(out).toContain('<code data-o="0">');
+    // The marked text is the range, split at token edges; no text is lost.
+    expect(marked(out).join('|').replace(/&quot;/g, '"')).toBe('Émile 𝄞"|, |"n');
+    expect(out.replace(/<[^>]+>/g, '').replace(/&quot;/g, '"')).toContain(src);
   });
   it('puts the message on hover and the source offset on every piece', () => {
     const out = html('abc def', ['messages.0.content:4-7']);

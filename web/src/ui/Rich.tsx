@@ -30,21 +30,32 @@ export function piece(src: string, s: number, e: number, ctx: HlCtx, cls?: strin
       );
       continue;
     }
-    const kinds = [...new Set(seg.marks.map((m) => m.kind))].sort((a, b) => kindOrder.indexOf(a) - kindOrder.indexOf(b));
-    const isCur = ctx.current !== null && seg.marks.some((m) => m.id === ctx.current);
     out.push(
-      <mark
-        class={`hl ${kinds.map((k) => 'hl-' + k).join(' ')}${isCur ? ' hl-current' : ''}`}
-        title={seg.marks.map((m) => m.message).filter(Boolean).join('\n')}
-        data-hl={seg.marks.map((m) => m.id).join(' ')}
-      >
+      mark(
+        seg.marks,
+        ctx,
         <span class={cls} data-o={seg.start}>
           {text}
-        </span>
-      </mark>,
+        </span>,
+      ),
     );
   }
   return out;
+}
+
+/** mark wraps a piece in its highlights, with their messages on hover. */
+function mark(marks: Highlight[], ctx: HlCtx, inner: VNode): VNode {
+  const kinds = [...new Set(marks.map((m) => m.kind))].sort((a, b) => kindOrder.indexOf(a) - kindOrder.indexOf(b));
+  const isCur = ctx.current !== null && marks.some((m) => m.id === ctx.current);
+  return (
+    <mark
+      class={`hl ${kinds.map((k) => 'hl-' + k).join(' ')}${isCur ? ' hl-current' : ''}`}
+      title={marks.map((m) => m.message).filter(Boolean).join('\n')}
+      data-hl={marks.map((m) => m.id).join(' ')}
+    >
+      {inner}
+    </mark>
+  );
 }
 
 function inlines(src: string, xs: Inline[], ctx: HlCtx): ComponentChildren[] {
@@ -114,22 +125,54 @@ const blocksOf = cached((src, end) => parseBlocks(src, end));
 const foldOf = cached((src) => foldPoint(src));
 const isJSON = cached((src) => looksJSON(src));
 
+/** codePiece is piece for code: no data-o (the code element carries the
+ * block's offset, see sourceOffset) and bare text between tokens, so a
+ * JSON block costs about half the DOM nodes. */
+function codePiece(src: string, s: number, e: number, ctx: HlCtx, out: ComponentChildren[], cls?: string) {
+  if (e <= s) return;
+  if (!ctx.ranges.length) {
+    out.push(cls ? <span class={cls}>{src.slice(s, e)}</span> : src.slice(s, e));
+    return;
+  }
+  for (const seg of segments(s, e, ctx.ranges)) {
+    const text = src.slice(seg.start, seg.end);
+    if (seg.marks.length === 0) {
+      out.push(cls ? <span class={cls}>{text}</span> : text);
+      continue;
+    }
+    out.push(mark(seg.marks, ctx, <span class={cls}>{text}</span>));
+  }
+}
+
 export function CodeBlock(props: { src: string; s: number; e: number; lang: string; ctx: HlCtx }) {
   const { src, s, e, lang, ctx } = props;
   const toks = s === 0 && lang === 'json' ? jsonTokens(src, e) : tokenizeCode(src, s, e, lang);
-  const out: VNode[] = [];
+  const out: ComponentChildren[] = [];
   let at = s;
   for (const t of toks) {
-    if (t.s > at) out.push(...piece(src, at, t.s, ctx));
-    out.push(...piece(src, t.s, t.e, ctx, t.cls));
+    codePiece(src, at, t.s, ctx, out);
+    codePiece(src, t.s, t.e, ctx, out, t.cls);
     at = t.e;
   }
-  if (e > at) out.push(...piece(src, at, e, ctx));
+  codePiece(src, at, e, ctx, out);
   return (
     <pre class="md-pre" data-lang={lang || undefined}>
-      <code>{out}</code>
+      <code data-o={s}>{out}</code>
     </pre>
   );
+}
+
+/** sourceOffset maps a point in rendered text (a selection's end) to its
+ * UTF-16 offset in the field's source: the nearest element with data-o
+ * starts at that offset, and the text before the point inside it follows
+ * the source without gaps. Null outside any such element. */
+export function sourceOffset(node: Node, offset: number): { at: HTMLElement; o: number } | null {
+  const at = (node.nodeType === 3 ? node.parentElement : (node as Element))?.closest<HTMLElement>('[data-o]');
+  if (!at) return null;
+  const r = document.createRange();
+  r.setStart(at, 0);
+  r.setEnd(node, offset);
+  return { at, o: Number(at.dataset.o) + r.toString().length };
 }
 
 function blocks(src: string, bs: Block[], ctx: HlCtx): ComponentChildren[] {

@@ -9,6 +9,7 @@ import type { Annotation, Me, Trace } from '../lib/types';
 import { copyText, fmtInt } from './common';
 import type { ListMemory } from './DatasetPage';
 import { EventCard } from './EventCard';
+import { sourceOffset } from './Rich';
 import { ScoresPanel } from './ScoresPanel';
 import type { Score } from '../lib/api';
 import { SpanDetails, TimelineView, TreeView } from './TreeView';
@@ -350,14 +351,12 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   const onMouseUp = () => {
     const s = getSelection();
     if (!s || s.isCollapsed || !s.anchorNode || !s.focusNode || !trace) return setSelBtn(null);
-    const spanOf = (n: Node) => (n.nodeType === 3 ? n.parentElement : (n as Element))?.closest<HTMLElement>('[data-o]');
-    const a = spanOf(s.anchorNode);
-    const b = spanOf(s.focusNode);
-    const fa = a?.closest<HTMLElement>('[data-f]');
-    const fb = b?.closest<HTMLElement>('[data-f]');
+    const a = sourceOffset(s.anchorNode, s.anchorOffset);
+    const b = sourceOffset(s.focusNode, s.focusOffset);
+    const fa = a?.at.closest<HTMLElement>('[data-f]');
+    const fb = b?.at.closest<HTMLElement>('[data-f]');
     if (!a || !b || !fa || fa !== fb) return setSelBtn(null);
-    const ua = Number(a.dataset.o) + (s.anchorNode.nodeType === 3 ? s.anchorOffset : 0);
-    const ub = Number(b.dataset.o) + (s.focusNode.nodeType === 3 ? s.focusOffset : 0);
+    const [ua, ub] = [a.o, b.o];
     const [u0, u1] = ua <= ub ? [ua, ub] : [ub, ua];
     const f = fa.dataset.f!;
     const addr = tryParseAddress(f);

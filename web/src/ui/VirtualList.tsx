@@ -83,9 +83,7 @@ export function VirtualList(props: VirtualListProps) {
     };
   }, []);
 
-  // Rendered rows sit in normal flow inside one positioned window, so a row
-  // whose real height differs from the estimate pushes the rows below it in
-  // the same layout, with no style to rewrite. A ResizeObserver reports each
+  // A ResizeObserver reports each
   // row's height once the browser has laid it out (no forced layout); a
   // changed height only moves the bookkeeping (offsets, the list's total
   // height) and keeps the first visible row where it was on screen.
@@ -131,7 +129,7 @@ export function VirtualList(props: VirtualListProps) {
         seen.delete(n);
       }
     }
-    for (const c of Array.from(el.querySelectorAll<HTMLElement>(':scope > .vl-inner > .vl-window > .vl-row'))) {
+    for (const c of Array.from(el.querySelectorAll<HTMLElement>(':scope > .vl-inner > .vl-row'))) {
       if (!seen.has(c)) {
         obs.observe(c);
         seen.add(c);
@@ -182,10 +180,14 @@ export function VirtualList(props: VirtualListProps) {
     if (count) props.onRange?.(first, last);
   }, [first, last, count]);
 
+  // Each row is placed by its own transform: a row that moves (rows above
+  // it measured, or the window scrolled on) only changes its transform, so
+  // the browser repaints nothing in it; only new rows are laid out and
+  // painted.
   const rows: ComponentChildren[] = [];
   for (let i = first; i <= last; i++) {
     rows.push(
-      <div class="vl-row" data-i={i} key={i} style={fixed ? { height: `${estimate}px` } : undefined}>
+      <div class="vl-row" data-i={i} key={i} style={fixed ? { height: `${estimate}px`, transform: `translateY(${offsets[i]}px)` } : { transform: `translateY(${offsets[i]}px)` }}>
         {props.render(i)}
       </div>,
     );
@@ -193,9 +195,7 @@ export function VirtualList(props: VirtualListProps) {
   return (
     <div class={`vl ${props.class ?? ''}`} ref={box} tabIndex={-1}>
       <div class="vl-inner" style={{ height: `${offsets[count]}px` }}>
-        <div class="vl-window" style={{ top: `${count ? offsets[first] : 0}px` }}>
-          {rows}
-        </div>
+        {rows}
       </div>
     </div>
   );
