@@ -109,6 +109,10 @@ try {
   );
   await ctx.close();
   const slow = scroll.frames.slice(1).filter((f) => f > 50);
+  // Frames come in whole display intervals of 16.7 ms, give or take a
+  // little jitter: a frame over 34 ms took three intervals or more, and the
+  // 50 ms goal falls right on three, so both counts are shown.
+  const late = scroll.frames.slice(1).filter((f) => f > 34);
 
   // A dataset of many small traces: the list page.
   const big = await createDataset(srv.base, 'big');
@@ -133,7 +137,7 @@ try {
   console.log('| trace | first event painted | fully interactive |');
   console.log('|---|---|---|');
   for (const r of rows) console.log(`| ${r.n.toLocaleString('en')} events | ${ms(r.first)} | ${ms(r.ready)} |`);
-  console.log(`\nScrolling the 10,000-event trace end to end (${Math.round(scroll.height).toLocaleString('en')} px, one window height per frame, ${scroll.frames.length} frames in ${ms(scroll.total)}): ${slow.length} frames over 50 ms (longest ${ms(Math.max(...scroll.frames.slice(1)))}, median ${ms(median(scroll.frames.slice(1)))}).`);
+  console.log(`\nScrolling the 10,000-event trace end to end (${Math.round(scroll.height).toLocaleString('en')} px, one window height per frame, ${scroll.frames.length} frames in ${ms(scroll.total)}): ${slow.length} frames over 50 ms, ${late.length} over 34 ms (longest ${ms(Math.max(...scroll.frames.slice(1)))}, median ${ms(median(scroll.frames.slice(1)))}).`);
   console.log(`\nDataset list of ${listSize.toLocaleString('en')} traces: first rows painted ${ms(median(list))} after navigation.`);
 } finally {
   await browser.close();
