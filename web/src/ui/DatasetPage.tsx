@@ -57,6 +57,9 @@ function snippetOf(t: Trace, h: HighlightInput): Hit['snippet'] {
 
 export function DatasetPage(props: { owner: string; name: string; search: string; me: Me | null; backend?: SearchBackend }) {
   const backend = props.backend ?? serverSearch;
+  // The side panels (policies, evaluation) render just after the list
+  // first paints: the rows are what the page is opened for.
+  const [side, setSide] = useState(false);
   const [ds, setDs] = useState<Dataset | null>(null);
   const [err, setErr] = useState('');
   const rows = useRef<(TraceSummary | undefined)[]>([]);
@@ -306,6 +309,15 @@ export function DatasetPage(props: { owner: string; name: string; search: string
     requestAnimationFrame(() => performance.mark('lookout:list-painted'));
   });
 
+  useEffect(() => {
+    if (!ds || side) return;
+    // A timeout queued in the frame's animation callback runs after that
+    // frame is painted.
+    let timer = 0;
+    const raf = requestAnimationFrame(() => (timer = window.setTimeout(() => setSide(true))));
+    return () => (cancelAnimationFrame(raf), clearTimeout(timer));
+  }, [ds, side]);
+
   if (err && !ds) return <p class="error">{err}</p>;
   if (!ds) return <p class="muted">Loading…</p>;
   const canWrite = props.me?.user?.name === ds.owner;
@@ -482,8 +494,8 @@ export function DatasetPage(props: { owner: string; name: string; search: string
           />
         </div>
         <aside class="dataset-side">
-          <PolicyPanel datasetId={ds.id} canWrite={canWrite} onFlagged={(ids) => setFlagged(ids)} />
-          <EvalPanel datasetId={ds.id} canWrite={canWrite} onStatus={() => setStatusTick((x) => x + 1)} />
+          {side && <PolicyPanel datasetId={ds.id} canWrite={canWrite} onFlagged={(ids) => setFlagged(ids)} />}
+          {side && <EvalPanel datasetId={ds.id} canWrite={canWrite} onStatus={() => setStatusTick((x) => x + 1)} />}
         </aside>
       </div>
     </div>
