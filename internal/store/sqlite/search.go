@@ -484,7 +484,7 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	countDone := make(chan counted, 1)
 	go func() {
 		var n int64
-		err := s.r.QueryRowContext(ctx, countSQL, storeutil.CountArgs(c, datasetID, countCap)...).Scan(&n)
+		err := s.r.QueryRowContext(ctx, countSQL, storeutil.CountArgs(c, datasetID, 0, countCap)...).Scan(&n)
 		countDone <- counted{n, err}
 	}()
 	limit := storeutil.Limit(opts.Page.Limit)

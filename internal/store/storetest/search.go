@@ -118,7 +118,7 @@ func testSearchConformance(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 		// The total: exact when every trace is counted or a rare term
 		// narrowed the search; else scaled up from the first cap traces.
-		for _, cap := range []int{0, 40} {
+		for _, cap := range []int{0, 40, 41} { // 41: a count split into unequal parts
 			res, err := e.st.SearchTraces(e.ctx, d.ID, q, store.SearchOptions{Page: store.Page{Limit: 5}, CountCap: cap})
 			if err != nil {
 				t.Fatalf("search %q: %v", src, err)

@@ -424,7 +424,7 @@ func SearchStatements(c search.Compiled, cols string) (page, count string) {
 		return page, count
 	}
 	page = "SELECT " + cols + " FROM traces t WHERE t.dataset_id = ? AND t.idx > ? AND " + c.Cond + " ORDER BY t.idx LIMIT ?"
-	count = "SELECT count(*) FROM (SELECT t.id, t.event_count FROM traces t WHERE t.dataset_id = ? ORDER BY t.idx LIMIT ?) t WHERE " + c.Cond
+	count = "SELECT count(*) FROM (SELECT t.id, t.event_count FROM traces t WHERE t.dataset_id = ? ORDER BY t.idx LIMIT ? OFFSET ?) t WHERE " + c.Cond
 	return page, count
 }
 
@@ -435,13 +435,14 @@ func PageArgs(c search.Compiled, datasetID string, after int64, limit int) []any
 }
 
 // CountArgs are the arguments of SearchStatements' count, which looks at
-// no more than scan traces when there is no driver.
-func CountArgs(c search.Compiled, datasetID string, scan int) []any {
+// the scan traces after the first skip in index order when there is no
+// driver (a store may count a long scan in parts, side by side).
+func CountArgs(c search.Compiled, datasetID string, skip, scan int) []any {
 	if c.Driver != "" {
 		args := append(append([]any{}, c.DriverArgs...), datasetID)
 		return append(args, c.Args...)
 	}
-	return append([]any{datasetID, scan}, c.Args...)
+	return append([]any{datasetID, scan, skip}, c.Args...)
 }
 
 // SearchTotal turns the count of matches among the traces counted into the
