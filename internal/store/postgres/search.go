@@ -260,7 +260,10 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	if countCap <= 0 {
 		countCap = store.DefaultCountCap
 	}
-	countDone := s.countMatches(ctx, c, search.Numbered(countSQL), datasetID, countCap)
+	countSQL = search.Numbered(countSQL)
+	countDone := storeutil.CountMatches(c, countCap, countParts, func(skip, n int) (int64, error) {
+		return s.countIndexed(ctx, countSQL, storeutil.CountArgs(c, datasetID, skip, n))
+	})
 	limit := storeutil.Limit(opts.Page.Limit)
 	tx, err := s.serial(ctx)
 	if err != nil {
@@ -306,56 +309,19 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 		}
 	}
 	total := <-countDone
-	if total.err != nil {
-		return res, fail(ctx, total.err, "count matches in dataset %s", datasetID)
+	if total.Err != nil {
+		return res, fail(ctx, total.Err, "count matches in dataset %s", datasetID)
 	}
-	res.Total, res.Estimate = storeutil.SearchTotal(c, total.n, ds.TraceCount, countCap)
+	res.Total, res.Estimate = storeutil.SearchTotal(c, total.N, ds.TraceCount, countCap)
 	return res, nil
-}
-
-type counted struct {
-	n   int64
-	err error
 }
 
 // countParts is how many parts, counted side by side, a count that scans
 // the dataset's first traces is split into: testing a word against every
-// text of a trace is most of a common word's search (45 of 62 ms at 100,000
-// traces), and two backends do it in half the time on two cores.
+// text of a trace is most of a common word's search (45 of 62 ms at
+// 100,000 traces), and two backends do it in about half the time on two
+// cores.
 const countParts = 2
-
-// countMatches starts the count of a search and delivers its result. A
-// count without a driver scans the first countCap traces, in parts of
-// consecutive traces by index, each in its own transaction: a trace pushed
-// or deleted between their snapshots can shift that window by a trace,
-// which an estimate or a count taken while the dataset changes allows.
-func (s *Store) countMatches(ctx context.Context, c search.Compiled, sql, datasetID string, countCap int) <-chan counted {
-	done := make(chan counted, 1)
-	parts := 1
-	if c.Driver == "" && countCap >= 2*countParts {
-		parts = countParts
-	}
-	results := make(chan counted, parts)
-	for k := range parts {
-		skip, n := k*countCap/parts, (k+1)*countCap/parts-k*countCap/parts
-		go func() {
-			m, err := s.countIndexed(ctx, sql, storeutil.CountArgs(c, datasetID, skip, n))
-			results <- counted{m, err}
-		}()
-	}
-	go func() {
-		var total counted
-		for range parts {
-			r := <-results
-			total.n += r.n
-			if total.err == nil {
-				total.err = r.err
-			}
-		}
-		done <- total
-	}()
-	return done
-}
 
 // hits reads the pieces of the page's traces and marks the words in them.
 func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) error {

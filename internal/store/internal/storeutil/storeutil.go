@@ -445,6 +445,47 @@ func CountArgs(c search.Compiled, datasetID string, skip, scan int) []any {
 	return append([]any{datasetID, scan, skip}, c.Args...)
 }
 
+// Counted is the result of a search's count.
+type Counted struct {
+	N   int64
+	Err error
+}
+
+// CountMatches starts the count of a search with count, which counts the
+// matches among n traces after the first skip (CountArgs), and delivers
+// the sum. Without a driver the count scans the first countCap traces,
+// split into parts of consecutive traces by index counted side by side,
+// each in its own read: a trace pushed or deleted between their snapshots
+// can shift that window by a trace, which a count taken while the dataset
+// changes allows.
+func CountMatches(c search.Compiled, countCap, parts int, count func(skip, n int) (int64, error)) <-chan Counted {
+	if c.Driver != "" || countCap < 2*parts {
+		parts = 1
+	}
+	results := make(chan Counted, parts)
+	for k := range parts {
+		skip := k * countCap / parts
+		n := (k+1)*countCap/parts - skip
+		go func() {
+			m, err := count(skip, n)
+			results <- Counted{m, err}
+		}()
+	}
+	done := make(chan Counted, 1)
+	go func() {
+		var total Counted
+		for range parts {
+			r := <-results
+			total.N += r.N
+			if total.Err == nil {
+				total.Err = r.Err
+			}
+		}
+		done <- total
+	}()
+	return done
+}
+
 // SearchTotal turns the count of matches among the traces counted into the
 // total: exact when every trace of the dataset was counted, else scaled to
 // the dataset and marked as an estimate.
