@@ -518,7 +518,6 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	// The hits too are read while the count goes on.
 	if words := q.Words(); len(words) > 0 && len(res.Traces) > 0 {
 		if err := s.hits(ctx, res.Traces, words); err != nil {
-			<-countDone
 			return res, fail(ctx, err, "search dataset %s: hits", datasetID)
 		}
 	}

@@ -83,10 +83,10 @@ export function VirtualList(props: VirtualListProps) {
     };
   }, []);
 
-  // A ResizeObserver reports each
-  // row's height once the browser has laid it out (no forced layout); a
-  // changed height only moves the bookkeeping (offsets, the list's total
-  // height) and keeps the first visible row where it was on screen.
+  // A ResizeObserver reports each row's height once the browser has laid
+  // it out (no forced layout); a changed height moves the bookkeeping
+  // (offsets, the list's total height, the rows below) and keeps the first
+  // visible row where it was on screen.
   const offsetsRef = useRef(offsets);
   offsetsRef.current = offsets;
   const ro = useRef<ResizeObserver | null>(null);
