@@ -24,9 +24,12 @@ FUZZ_TARGETS := \
 	./internal/policy:FuzzAnalyze \
 	./internal/policy/detectors:FuzzDetectors \
 	./internal/jsonscan:FuzzScanner \
+	./internal/jsonscan:FuzzSkip \
 	./internal/eval:FuzzParseCriteria \
 	./internal/search:FuzzParse \
-	./internal/search:FuzzWalkStrings
+	./internal/search:FuzzWalkStrings \
+	./internal/search:FuzzMeta \
+	./internal/search:FuzzLower
 
 .PHONY: all build test lint fuzz bench tools clean
 

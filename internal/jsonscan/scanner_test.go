@@ -132,3 +132,27 @@ func FuzzScanner(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSkip checks Skip's fast pass against the careful one: the same
+// values accepted, ending at the same offset.
+func FuzzSkip(f *testing.F) {
+	for _, s := range []string{`{"a": [1, "b", null, true], "c": {"d": -1.5e3}}`, `{"k\u00e9y": "v\n"}`, `[1, 2,]`, `{"a" 1}`,
+		`{"a": 1,}`, `"\x"`, "\"a\x01\"", `tru`, `nul`, `-`, `01`, `[[[[]]]] x`, `{"a":{"b":[{"c":"\ud800"}]}}`, ` `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, careful := New(data), New(data)
+		ok := fast.skipFast(0)
+		careful.skipSpace()
+		err := careful.skip()
+		if ok != (err == nil) {
+			t.Fatalf("skipFast(%q) = %v, skip says %v", data, ok, err)
+		}
+		if ok && fast.pos != careful.pos {
+			t.Fatalf("skipFast(%q) ends at %d, skip at %d", data, fast.pos, careful.pos)
+		}
+		if err := New(data).Skip(); (err == nil) != ok {
+			t.Fatalf("Skip(%q) = %v, want ok=%v", data, err, ok)
+		}
+	})
+}
