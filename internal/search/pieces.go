@@ -240,6 +240,28 @@ type stringWalker struct {
 	path []string
 }
 
+// sortedMembers reads the object at the scanner's position, which was read
+// whole before, calling fn for each member in key order (of a repeated key,
+// the last, as a decoded map keeps it) with the scanner on its value; it
+// leaves the scanner after the object.
+func sortedMembers(s *jsonscan.Scanner, fn func(key string)) {
+	var ms []member
+	s.Object(func(key string) error {
+		ms = append(ms, member{key, s.Offset()})
+		return s.Skip()
+	})
+	end := s.Offset()
+	slices.SortStableFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	for i, m := range ms {
+		if i+1 < len(ms) && ms[i+1].key == m.key {
+			continue
+		}
+		s.Seek(m.at)
+		fn(m.key)
+	}
+	s.Seek(end)
+}
+
 // member is an object member: its key and where its value starts.
 type member struct {
 	key string
@@ -264,23 +286,11 @@ func (w *stringWalker) value() {
 			return nil
 		})
 	case jsonscan.Object:
-		var ms []member
-		s.Object(func(key string) error {
-			ms = append(ms, member{key, s.Offset()})
-			return s.Skip()
-		})
-		end := s.Offset()
-		slices.SortStableFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
-		for i, m := range ms {
-			if i+1 < len(ms) && ms[i+1].key == m.key {
-				continue // a later member of the same key wins
-			}
-			s.Seek(m.at)
-			w.path = append(w.path, m.key)
+		sortedMembers(s, func(key string) {
+			w.path = append(w.path, key)
 			w.value()
 			w.path = w.path[:len(w.path)-1]
-		}
-		s.Seek(end)
+		})
 	default:
 		s.Skip()
 	}
@@ -325,25 +335,12 @@ func (w *metaWalker) value(key string, depth int) {
 			s.Skip()
 			return
 		}
-		var ms []member
-		s.Object(func(k string) error {
-			ms = append(ms, member{k, s.Offset()})
-			return s.Skip()
-		})
-		end := s.Offset()
-		slices.SortStableFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
-		for i, m := range ms {
-			if i+1 < len(ms) && ms[i+1].key == m.key {
-				continue // a later member of the same key wins
-			}
-			s.Seek(m.at)
-			k := m.key
+		sortedMembers(s, func(k string) {
 			if depth > 0 {
 				k = key + "." + k
 			}
 			w.value(k, depth+1)
-		}
-		s.Seek(end)
+		})
 	case jsonscan.Array:
 		if depth == 0 {
 			s.Skip()
