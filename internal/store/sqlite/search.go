@@ -277,56 +277,52 @@ func groupPieces(rows []pieceRow, at map[int64]int, pieces []search.Piece, textI
 // the texts the index does not hold yet.
 func textIDs(ctx context.Context, tx *sql.Tx, texts map[storeutil.TextHash]string) (map[storeutil.TextHash]int64, error) {
 	ids := make(map[storeutil.TextHash]int64, len(texts))
-	lookup := func(hs []storeutil.TextHash) error {
-		for len(hs) > 0 {
-			chunk := hs[:min(len(hs), 500)]
-			hs = hs[len(chunk):]
-			args := make([]any, len(chunk))
-			for i, h := range chunk {
-				args[i] = h[:]
-			}
-			rows, err := tx.QueryContext(ctx, `SELECT hash, id FROM search_texts WHERE hash IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var b []byte
-				var id int64
-				if err := rows.Scan(&b, &id); err != nil {
-					rows.Close()
-					return err
-				}
-				ids[storeutil.TextHash(b)] = id
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
+	scanID := func(rows *sql.Rows) error {
+		var b []byte
+		var id int64
+		if err := rows.Scan(&b, &id); err != nil {
+			return err
 		}
+		ids[storeutil.TextHash(b)] = id
 		return nil
 	}
 	distinct := make([]storeutil.TextHash, 0, len(texts))
 	for h := range texts {
 		distinct = append(distinct, h)
 	}
-	if err := lookup(distinct); err != nil {
-		return nil, err
+	for hs := distinct; len(hs) > 0; {
+		chunk := hs[:min(len(hs), 500)]
+		hs = hs[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, h := range chunk {
+			args[i] = h[:]
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT hash, id FROM search_texts WHERE hash IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			if err := scanID(rows); err != nil {
+				rows.Close()
+				return nil, err
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
 	}
-	var missing []storeutil.TextHash
-	ins := batcher{tx: tx, head: "INSERT INTO search_texts (hash, text) VALUES ", cols: 2}
+	// New texts say their ids as they go in: no second lookup.
+	ins := batcher{tx: tx, head: "INSERT INTO search_texts (hash, text) VALUES ", tail: " RETURNING hash, id", cols: 2, scan: scanID}
 	defer ins.close()
 	for _, h := range distinct {
 		if _, ok := ids[h]; !ok {
-			missing = append(missing, h)
 			if err := ins.add(ctx, h[:], texts[h]); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if err := ins.flush(ctx); err != nil {
-		return nil, err
-	}
-	if err := lookup(missing); err != nil {
 		return nil, err
 	}
 	return ids, nil
@@ -376,10 +372,14 @@ func sweepMarkedTexts(ctx context.Context, tx *sql.Tx) error {
 const batchRows = 128
 
 // batcher collects rows and inserts them batchRows at a time with one
-// prepared statement, the rest in a last statement of their own.
+// prepared statement, the rest in a last statement of their own. With
+// scan set, each statement ends with tail (a RETURNING clause) and scan
+// reads the rows it returns.
 type batcher struct {
 	tx   *sql.Tx
 	head string
+	tail string
+	scan func(*sql.Rows) error
 	cols int
 	args []any
 	full *sql.Stmt
@@ -387,7 +387,7 @@ type batcher struct {
 
 func (b *batcher) values(n int) string {
 	row := "(" + strings.Repeat("?, ", b.cols-1) + "?)"
-	return b.head + strings.Repeat(row+", ", n-1) + row
+	return b.head + strings.Repeat(row+", ", n-1) + row + b.tail
 }
 
 func (b *batcher) add(ctx context.Context, args ...any) error {
@@ -402,7 +402,7 @@ func (b *batcher) add(ctx context.Context, args ...any) error {
 		}
 		b.full = st
 	}
-	_, err := b.full.ExecContext(ctx, b.args...)
+	err := b.run(ctx, b.full, "")
 	b.args = b.args[:0]
 	return err
 }
@@ -411,9 +411,39 @@ func (b *batcher) flush(ctx context.Context) error {
 	if len(b.args) == 0 {
 		return nil
 	}
-	_, err := b.tx.ExecContext(ctx, b.values(len(b.args)/b.cols), b.args...)
+	err := b.run(ctx, nil, b.values(len(b.args)/b.cols))
 	b.args = b.args[:0]
 	return err
+}
+
+// run runs st, or else query, with the rows collected.
+func (b *batcher) run(ctx context.Context, st *sql.Stmt, query string) error {
+	if b.scan == nil {
+		var err error
+		if st != nil {
+			_, err = st.ExecContext(ctx, b.args...)
+		} else {
+			_, err = b.tx.ExecContext(ctx, query, b.args...)
+		}
+		return err
+	}
+	var rows *sql.Rows
+	var err error
+	if st != nil {
+		rows, err = st.QueryContext(ctx, b.args...)
+	} else {
+		rows, err = b.tx.QueryContext(ctx, query, b.args...)
+	}
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := b.scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 func (b *batcher) close() {
