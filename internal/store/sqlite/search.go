@@ -298,17 +298,7 @@ func textIDs(ctx context.Context, tx *sql.Tx, texts map[storeutil.TextHash]strin
 			args[i] = h[:]
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT hash, id FROM search_texts WHERE hash IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			if err := scanID(rows); err != nil {
-				rows.Close()
-				return nil, err
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := eachRow(rows, err, scanID); err != nil {
 			return nil, err
 		}
 	}
@@ -402,7 +392,7 @@ func (b *batcher) add(ctx context.Context, args ...any) error {
 		}
 		b.full = st
 	}
-	err := b.run(ctx, b.full, "")
+	err := b.run(ctx, b.full)
 	b.args = b.args[:0]
 	return err
 }
@@ -411,35 +401,34 @@ func (b *batcher) flush(ctx context.Context) error {
 	if len(b.args) == 0 {
 		return nil
 	}
-	err := b.run(ctx, nil, b.values(len(b.args)/b.cols))
+	st, err := b.tx.PrepareContext(ctx, b.values(len(b.args)/b.cols))
+	if err == nil {
+		err = b.run(ctx, st)
+		st.Close()
+	}
 	b.args = b.args[:0]
 	return err
 }
 
-// run runs st, or else query, with the rows collected.
-func (b *batcher) run(ctx context.Context, st *sql.Stmt, query string) error {
+// run runs st with the rows collected.
+func (b *batcher) run(ctx context.Context, st *sql.Stmt) error {
 	if b.scan == nil {
-		var err error
-		if st != nil {
-			_, err = st.ExecContext(ctx, b.args...)
-		} else {
-			_, err = b.tx.ExecContext(ctx, query, b.args...)
-		}
+		_, err := st.ExecContext(ctx, b.args...)
 		return err
 	}
-	var rows *sql.Rows
-	var err error
-	if st != nil {
-		rows, err = st.QueryContext(ctx, b.args...)
-	} else {
-		rows, err = b.tx.QueryContext(ctx, query, b.args...)
-	}
+	rows, err := st.QueryContext(ctx, b.args...)
+	return eachRow(rows, err, b.scan)
+}
+
+// eachRow calls fn for each row of a query's result (err: the query's
+// error) and closes it.
+func eachRow(rows *sql.Rows, err error, fn func(*sql.Rows) error) error {
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		if err := b.scan(rows); err != nil {
+		if err := fn(rows); err != nil {
 			return err
 		}
 	}
