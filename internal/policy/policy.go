@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
@@ -235,6 +236,28 @@ func (p *Policy) AnalyzePending(past, pending []trace.Event, params map[string]a
 	all := make([]trace.Event, 0, len(past)+len(pending))
 	all = append(append(all, past...), pending...)
 	return p.analyze(all, len(past), params)
+}
+
+// AnalyzeContext is Analyze stopped when ctx is done: a cancelled or
+// expired context ends the check with a BudgetExceeded RuntimeError.
+func (p *Policy) AnalyzeContext(ctx context.Context, events []trace.Event, params map[string]any) (*Result, error) {
+	return p.analyzeContext(ctx, events, len(events), params)
+}
+
+// AnalyzePendingContext is AnalyzePending stopped when ctx is done.
+func (p *Policy) AnalyzePendingContext(ctx context.Context, past, pending []trace.Event, params map[string]any) (*Result, error) {
+	all := make([]trace.Event, 0, len(past)+len(pending))
+	all = append(append(all, past...), pending...)
+	return p.analyzeContext(ctx, all, len(past), params)
+}
+
+// analyzeContext does not watch ctx yet beyond its start (guardrails-2,
+// cost bounds, makes the evaluator and the regex engines watch it).
+func (p *Policy) analyzeContext(ctx context.Context, events []trace.Event, firstPending int, params map[string]any) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &RuntimeError{Class: ClassBudget, Rule: -1, Msg: "check stopped: " + err.Error()}
+	}
+	return p.analyze(events, firstPending, params)
 }
 
 func (p *Policy) analyze(events []trace.Event, firstPending int, params map[string]any) (res *Result, err error) {

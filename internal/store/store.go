@@ -100,9 +100,19 @@ type Policy struct {
 	DatasetID string
 	Name      string
 	Source    string
+	// Mode is what the gateway does with a violation: PolicyBlock refuses
+	// the call, PolicyLog lets it through; both record the violation.
+	// "" is stored as PolicyLog.
+	Mode      string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
+
+// Policy modes.
+const (
+	PolicyBlock = "block"
+	PolicyLog   = "log"
+)
 
 // Page asks for one page of a list: after Cursor (opaque; "" = start),
 // at most Limit items (the backend caps it).
@@ -194,6 +204,41 @@ type Policies interface {
 	ListPolicies(ctx context.Context, datasetID string) ([]Policy, error)
 	Policy(ctx context.Context, id string) (Policy, error)
 	DeletePolicy(ctx context.Context, id string) error
+}
+
+// Conversation is a gateway conversation's trace as last recorded: the
+// head is a hash of its events so far (internal/gateway, Heads).
+type Conversation struct {
+	TraceID string
+	Head    string
+	Events  int // the trace's event count
+}
+
+// ConversationStep is one recorded gateway call. With TraceID "" it
+// creates a trace (Trace, in the dataset, with the next index); otherwise
+// it appends Events and Spans to trace TraceID, which must hold exactly
+// ExpectEvents events (else ErrConflict: another call extended it first).
+// Either way the trace's head becomes Head and Annotations are added, in
+// the same transaction.
+type ConversationStep struct {
+	TraceID      string
+	ExpectEvents int
+	Trace        *trace.Trace // a new trace (TraceID == "")
+	Events       []trace.Event
+	Spans        []trace.Span
+	Head         string
+	Annotations  []Annotation
+}
+
+// Conversations keeps the gateway's conversations: traces that grow one
+// model or tool call at a time and are found again by their head.
+type Conversations interface {
+	// FindConversation returns the dataset's conversation whose head is
+	// one of heads (the one with the most events when several match, the
+	// latest recorded among equals), or ErrNotFound.
+	FindConversation(ctx context.Context, datasetID string, heads []string) (Conversation, error)
+	// RecordConversation stores one step and returns the trace's id.
+	RecordConversation(ctx context.Context, ownerID, datasetID string, step ConversationStep) (string, error)
 }
 
 // Store is everything a backend provides.
