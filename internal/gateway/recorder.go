@@ -1,0 +1,262 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// ConversationStore is what the recorder needs of the store.
+type ConversationStore interface {
+	FindConversation(ctx context.Context, datasetID string, heads []string) (store.Conversation, error)
+	RecordConversation(ctx context.Context, ownerID, datasetID string, step store.ConversationStep) (string, error)
+}
+
+// Recorder writes the calls of conversations to the store off the request
+// path, in the order they were made.
+//
+// A call is registered in memory (Lookup, then Record) before its answer
+// goes back to the agent, so the agent's next call — which may come before
+// the write commits — finds its conversation in memory; a conversation not
+// in memory is looked up in the store by its heads (after a restart, or
+// when memory let it go). One writer goroutine commits the calls in order,
+// so a conversation's calls are appended in the order they were made.
+type Recorder struct {
+	st  ConversationStore
+	log *slog.Logger
+	// Changed is told of each trace a commit changed (live updates).
+	Changed func(traceID string)
+
+	mu      sync.Mutex
+	byHead  map[headKey]*Conversation
+	order   []headKey // registration order, for eviction
+	queue   chan *call
+	sending sync.WaitGroup // Record calls between registering and queueing
+	started bool
+	closed  bool
+	done    chan struct{}
+}
+
+// maxConversations bounds the conversations kept in memory; older ones are
+// found again in the store.
+const maxConversations = 20000
+
+type headKey struct{ dataset, head string }
+
+// Conversation is one agent run as the gateway sees it.
+type Conversation struct {
+	dataset, owner string
+	// queued is the event count after the last call registered; head is
+	// the head of those events.
+	queued int
+	head   string
+	// Set by the writer only.
+	traceID string
+	stored  int // events committed
+}
+
+// call is one registered call waiting to be written.
+type call struct {
+	conv        *Conversation
+	from        int           // the events the conversation held before the call
+	events      []trace.Event // every event of the conversation after the call
+	spans       []trace.Span
+	annotations []store.Annotation
+	head        string
+}
+
+// NewRecorder returns a recorder over st.
+func NewRecorder(st ConversationStore, log *slog.Logger) *Recorder {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Recorder{st: st, log: log, byHead: map[headKey]*Conversation{}, queue: make(chan *call, 4096), done: make(chan struct{})}
+}
+
+// Lookup finds the conversation whose events so far are a prefix of a
+// call's events (heads = Heads(events)), and how many events it holds; a
+// call that continues no conversation starts one (0 events).
+func (r *Recorder) Lookup(ctx context.Context, ownerID, datasetID string, heads []string) (*Conversation, int, error) {
+	r.mu.Lock()
+	for k := len(heads); k > 0; k-- {
+		if c := r.byHead[headKey{datasetID, heads[k-1]}]; c != nil && c.queued == k {
+			r.mu.Unlock()
+			return c, k, nil
+		}
+	}
+	r.mu.Unlock()
+	if len(heads) > 0 {
+		found, err := r.st.FindConversation(ctx, datasetID, heads)
+		switch {
+		case err == nil:
+			c := &Conversation{dataset: datasetID, owner: ownerID, queued: found.Events, head: found.Head, traceID: found.TraceID, stored: found.Events}
+			r.mu.Lock()
+			// A call registered meanwhile knows better.
+			if mem := r.byHead[headKey{datasetID, found.Head}]; mem != nil {
+				c = mem
+			} else {
+				r.register(c)
+			}
+			n := c.queued
+			r.mu.Unlock()
+			return c, n, nil
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, 0, err
+		}
+	}
+	return &Conversation{dataset: datasetID, owner: ownerID}, 0, nil
+}
+
+func (r *Recorder) register(c *Conversation) {
+	k := headKey{c.dataset, c.head}
+	if _, ok := r.byHead[k]; !ok {
+		r.order = append(r.order, k)
+	}
+	r.byHead[k] = c
+	for len(r.byHead) > maxConversations && len(r.order) > 0 {
+		old := r.order[0]
+		r.order = r.order[1:]
+		if oc := r.byHead[old]; oc != nil && oc.head == old.head {
+			delete(r.byHead, old)
+		}
+	}
+	if len(r.order) > 2*maxConversations { // keys of moved heads pile up
+		live := r.order[:0]
+		for _, k := range r.order {
+			if oc := r.byHead[k]; oc != nil && oc.head == k.head {
+				live = append(live, k)
+			}
+		}
+		r.order = live
+	}
+}
+
+// Record registers a call of conversation c that held from events before
+// it: events are all the conversation's events after the call, head their
+// head. The call is written in the background; Record waits only when the
+// queue is full (until ctx ends: then the call is not recorded and the error
+// says so). Call it before answering the agent.
+func (r *Recorder) Record(ctx context.Context, c *Conversation, from int, events []trace.Event, spans []trace.Span, annotations []store.Annotation, head string) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return errors.New("the recorder is closed")
+	}
+	if !r.started {
+		r.started = true
+		go r.write()
+	}
+	if c.queued != from {
+		// Another call of the conversation came first (calls in parallel
+		// from one prefix): this one branches into a trace of its own.
+		c = &Conversation{dataset: c.dataset, owner: c.owner}
+		from = 0
+	}
+	if c.head != "" {
+		if k := (headKey{c.dataset, c.head}); r.byHead[k] == c {
+			delete(r.byHead, k)
+		}
+	}
+	c.queued, c.head = len(events), head
+	if head != "" {
+		r.register(c)
+	}
+	r.sending.Add(1)
+	r.mu.Unlock()
+	defer r.sending.Done()
+	cl := &call{conv: c, from: from, events: events, spans: spans, annotations: annotations, head: head}
+	select {
+	case r.queue <- cl:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close writes what is queued (until ctx ends) and stops the writer.
+func (r *Recorder) Close(ctx context.Context) error {
+	r.mu.Lock()
+	started, closed := r.started, r.closed
+	r.closed = true
+	r.mu.Unlock()
+	if !started || closed {
+		return nil
+	}
+	r.sending.Wait()
+	close(r.queue)
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Recorder) write() {
+	defer close(r.done)
+	for cl := range r.queue {
+		r.commit(cl)
+	}
+}
+
+// commit writes one call: appended to its conversation's trace, or a new
+// trace with every event when the conversation has none yet (its first
+// call, or an earlier write failed) or another writer moved it on.
+func (r *Recorder) commit(cl *call) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := cl.conv
+	step := store.ConversationStep{Head: cl.head, Annotations: cl.annotations}
+	if c.traceID != "" && c.stored == cl.from {
+		step.TraceID, step.ExpectEvents = c.traceID, c.stored
+		step.Events, step.Spans = cl.events[cl.from:], cl.spans
+		id, err := r.st.RecordConversation(ctx, c.owner, c.dataset, step)
+		if err == nil {
+			c.stored = len(cl.events)
+			r.changed(id)
+			return
+		}
+		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
+			r.log.Error("gateway: recording a call failed", "trace", c.traceID, "err", err)
+			c.traceID = ""
+			return
+		}
+		// The trace moved on or went: the call starts a trace of its own.
+	}
+	step.TraceID, step.ExpectEvents, step.Events = "", 0, nil
+	step.Trace = &trace.Trace{Name: traceName(cl.events), Metadata: []byte(`{"source":"gateway"}`), Events: cl.events, Spans: cl.spans}
+	id, err := r.st.RecordConversation(ctx, c.owner, c.dataset, step)
+	if err != nil {
+		r.log.Error("gateway: recording a call failed", "dataset", c.dataset, "err", err)
+		c.traceID = ""
+		return
+	}
+	c.traceID, c.stored = id, len(cl.events)
+	r.changed(id)
+}
+
+func (r *Recorder) changed(id string) {
+	if r.Changed != nil {
+		r.Changed(id)
+	}
+}
+
+// traceName is the first user message, shortened, as the trace's name.
+func traceName(events []trace.Event) string {
+	for i := range events {
+		if events[i].Role != "user" {
+			continue
+		}
+		s := []rune(events[i].Content.String())
+		if len(s) > 80 {
+			s = append(s[:79], '…')
+		}
+		return string(s)
+	}
+	return "gateway conversation"
+}
