@@ -20,15 +20,22 @@ import (
 // tool call an output answers — and not what SDKs add or drop on the way
 // back (refusal: null, annotations: [], content as a string or as one text
 // part), so that a re-sent message hashes as the recorded one.
-func Heads(events []trace.Event) []string {
+func Heads(events []trace.Event) []string { return ExtendHeads("", events) }
+
+// ExtendHeads are the heads of events that follow a conversation whose
+// head is last ("" for none): ExtendHeads(Heads(a)[len(a)-1], b) equals
+// the heads of a+b from len(a) on.
+func ExtendHeads(last string, events []trace.Event) []string {
 	out := make([]string, len(events))
-	var prev [sha256.Size]byte
+	var prev [16]byte
+	hex.Decode(prev[:], []byte(last))
 	var buf []byte
 	for i := range events {
 		buf = append(buf[:0], prev[:]...)
 		buf = appendNormal(buf, &events[i])
-		prev = sha256.Sum256(buf)
-		out[i] = hex.EncodeToString(prev[:16])
+		sum := sha256.Sum256(buf)
+		copy(prev[:], sum[:16])
+		out[i] = hex.EncodeToString(prev[:])
 	}
 	return out
 }

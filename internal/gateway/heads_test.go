@@ -54,6 +54,9 @@ func TestHeads(t *testing.T) {
 			t.Errorf("%s: a different event hashes the same", name)
 		}
 	}
+	if ext := ExtendHeads(h[1], base[2:]); len(ext) != 2 || ext[0] != h[2] || ext[1] != h[3] {
+		t.Errorf("ExtendHeads from the second head: %v, want %v", ext, h[2:])
+	}
 	// Field boundaries count: "ab"+"" is not "a"+"b".
 	a := []trace.Event{{Role: "ab", Content: trace.TextContent("")}}
 	b := []trace.Event{{Role: "a", Content: trace.TextContent("b")}}

@@ -359,11 +359,12 @@ func (p *Proxy) record(ctx context.Context, rec *callRecord, answer []trace.Even
 	}
 	anns := annotationsAt(rec.findings, sp.ID, m, len(events), withheld)
 	head := ""
-	if len(events) > 0 {
-		head = Heads(events)[len(events)-1]
-		if !withheld && len(answer) == 0 && len(rec.heads) == len(events) {
-			head = rec.heads[len(rec.heads)-1]
-		}
+	if n := len(rec.heads); n > 0 {
+		head = rec.heads[n-1]
+	}
+	if added := events[len(rec.heads):]; len(added) > 0 {
+		hs := ExtendHeads(head, added)
+		head = hs[len(hs)-1]
 	}
 	if err := p.Recorder.Record(ctx, rec.conv, rec.stored, events, []trace.Span{sp}, anns, head); err != nil {
 		p.log().Error("gateway: the call is not recorded", "dataset", rec.c.DatasetID, "err", err)
