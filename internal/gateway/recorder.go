@@ -33,8 +33,8 @@ type Recorder struct {
 	Changed func(traceID string)
 
 	mu      sync.Mutex
-	byHead  map[headKey]*Conversation
-	order   []headKey // registration order, for eviction
+	byHead  map[convKey]*Conversation
+	order   []convKey // registration order, for eviction
 	queue   chan *call
 	sending sync.WaitGroup // Record calls between registering and queueing
 	started bool
@@ -46,7 +46,7 @@ type Recorder struct {
 // found again in the store.
 const maxConversations = 20000
 
-type headKey struct{ dataset, head string }
+type convKey struct{ dataset, head string }
 
 // Conversation is one agent run as the gateway sees it.
 type Conversation struct {
@@ -75,7 +75,7 @@ func NewRecorder(st ConversationStore, log *slog.Logger) *Recorder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Recorder{st: st, log: log, byHead: map[headKey]*Conversation{}, queue: make(chan *call, 4096), done: make(chan struct{})}
+	return &Recorder{st: st, log: log, byHead: map[convKey]*Conversation{}, queue: make(chan *call, 4096), done: make(chan struct{})}
 }
 
 // Lookup finds the conversation whose events so far are a prefix of a
@@ -84,7 +84,7 @@ func NewRecorder(st ConversationStore, log *slog.Logger) *Recorder {
 func (r *Recorder) Lookup(ctx context.Context, ownerID, datasetID string, heads []string) (*Conversation, int, error) {
 	r.mu.Lock()
 	for k := len(heads); k > 0; k-- {
-		if c := r.byHead[headKey{datasetID, heads[k-1]}]; c != nil && c.queued == k {
+		if c := r.byHead[convKey{datasetID, heads[k-1]}]; c != nil && c.queued == k {
 			r.mu.Unlock()
 			return c, k, nil
 		}
@@ -97,7 +97,7 @@ func (r *Recorder) Lookup(ctx context.Context, ownerID, datasetID string, heads 
 			c := &Conversation{dataset: datasetID, owner: ownerID, queued: found.Events, head: found.Head, traceID: found.TraceID, stored: found.Events}
 			r.mu.Lock()
 			// A call registered meanwhile knows better.
-			if mem := r.byHead[headKey{datasetID, found.Head}]; mem != nil {
+			if mem := r.byHead[convKey{datasetID, found.Head}]; mem != nil {
 				c = mem
 			} else {
 				r.register(c)
@@ -113,7 +113,7 @@ func (r *Recorder) Lookup(ctx context.Context, ownerID, datasetID string, heads 
 }
 
 func (r *Recorder) register(c *Conversation) {
-	k := headKey{c.dataset, c.head}
+	k := convKey{c.dataset, c.head}
 	if _, ok := r.byHead[k]; !ok {
 		r.order = append(r.order, k)
 	}
@@ -158,7 +158,7 @@ func (r *Recorder) Record(ctx context.Context, c *Conversation, from int, events
 		from = 0
 	}
 	if c.head != "" {
-		if k := (headKey{c.dataset, c.head}); r.byHead[k] == c {
+		if k := (convKey{c.dataset, c.head}); r.byHead[k] == c {
 			delete(r.byHead, k)
 		}
 	}

@@ -11,9 +11,9 @@ import (
 // maxEventSize bounds one server-sent event of an upstream stream.
 const maxEventSize = 16 << 20
 
-// sseEvent is one server-sent event: its bytes as received (forwarded
+// upstreamEvent is one server-sent event: its bytes as received (forwarded
 // unchanged), its name and its data lines joined by "\n".
-type sseEvent struct {
+type upstreamEvent struct {
 	raw  []byte
 	name string
 	data []byte
@@ -29,8 +29,8 @@ func newSSEReader(r io.Reader) *sseReader { return &sseReader{r: bufio.NewReader
 
 // next returns the next event; io.EOF at the end. A stream cut inside an
 // event returns what came of it as a last event.
-func (s *sseReader) next() (sseEvent, error) {
-	var ev sseEvent
+func (s *sseReader) next() (upstreamEvent, error) {
+	var ev upstreamEvent
 	var data [][]byte
 	for {
 		line, err := s.readLine()

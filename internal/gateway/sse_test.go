@@ -12,7 +12,7 @@ func TestSSEReader(t *testing.T) {
 		"data: line one\ndata: line two\r\n\r\n" +
 		"data: [DONE]\n\n" +
 		"data: cut at the end"
-	want := []sseEvent{
+	want := []upstreamEvent{
 		{raw: []byte(": comment\n\nevent: message_start\ndata: {\"a\":1}\n\n"), name: "message_start", data: []byte(`{"a":1}`)},
 		{raw: []byte("data: line one\ndata: line two\r\n\r\n"), data: []byte("line one\nline two")},
 		{raw: []byte("data: [DONE]\n\n"), data: []byte("[DONE]")},
