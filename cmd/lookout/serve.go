@@ -20,6 +20,7 @@ import (
 
 func newServeCmd() *cobra.Command {
 	var addr, db, maxBody, llmURL, llmModel, otlpGRPC string
+	var gw server.GatewayConfig
 	var quiet bool
 	var evalConc int
 	cmd := &cobra.Command{
@@ -54,7 +55,7 @@ gracefully. The first line on standard error names the address served.`,
 				level = slog.LevelWarn
 			}
 			logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-			cfg := server.Config{Store: st, Logger: logger, MaxBody: limit, EvalConcurrency: evalConc}
+			cfg := server.Config{Store: st, Logger: logger, MaxBody: limit, EvalConcurrency: evalConc, Gateway: gw}
 			if llmURL != "" {
 				cfg.LLM = &eval.LLM{URL: llmURL, Model: llmModel, APIKey: os.Getenv("LOOKOUT_LLM_API_KEY")}
 			}
@@ -126,6 +127,10 @@ gracefully. The first line on standard error names the address served.`,
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8000", "address to listen on (host:port; port 0 picks a free one)")
 	cmd.Flags().StringVar(&db, "db", defaultDB, dbFlagHelp)
 	cmd.Flags().StringVar(&maxBody, "max-body", "64MiB", "largest request body accepted (413 past it)")
+	cmd.Flags().StringVar(&gw.OpenAIURL, "gateway-openai-url", server.DefaultOpenAIURL, "where the gateway sends OpenAI calls (/api/v1/gateway/{dataset}/openai/...; any OpenAI-compatible server, such as vLLM or Ollama's /v1)")
+	cmd.Flags().StringVar(&gw.AnthropicURL, "gateway-anthropic-url", server.DefaultAnthropicURL, "where the gateway sends Anthropic calls (/api/v1/gateway/{dataset}/anthropic/...)")
+	cmd.Flags().StringVar(&gw.GeminiURL, "gateway-gemini-url", server.DefaultGeminiURL, "where the gateway sends Gemini calls (/api/v1/gateway/{dataset}/gemini/...)")
+	cmd.Flags().DurationVar(&gw.CheckTimeout, "gateway-check-timeout", 5*time.Second, "longest guardrail check of one gateway call (a blocking policy that runs out of time refuses the call)")
 	cmd.Flags().StringVar(&llmURL, "llm-url", "", "OpenAI-compatible endpoint of the judge of llm criteria (such as https://api.openai.com/v1; key in $LOOKOUT_LLM_API_KEY)")
 	cmd.Flags().StringVar(&llmModel, "llm-model", "gpt-4o-mini", "model of the llm judge")
 	cmd.Flags().IntVar(&evalConc, "eval-concurrency", 4, "traces an evaluation run grades at once")

@@ -178,6 +178,106 @@ func (s *Server) checkPolicy(w http.ResponseWriter, r *http.Request, p *principa
 	return nil
 }
 
+// checkPolicyBatch is POST /api/v1/policy/check/batch, the guardrails
+// service API that Invariant's gateway calls: one trace checked against
+// several policies, {"messages", "policies": [source...], "parameters"?,
+// "dataset_name"?} → {"result": [{"errors": [...]}...]}, one result per
+// policy in order. A policy that does not load or fails on the trace gets
+// {"errors": [], "error_message": "..."}, as Invariant answers, so one bad
+// policy does not hide the others' results.
+func (s *Server) checkPolicyBatch(w http.ResponseWriter, r *http.Request, p *principal) error {
+	if err := s.requireUser(r, p); err != nil {
+		return err
+	}
+	var (
+		sources     []string
+		events      []trace.Event
+		params      map[string]any
+		dataset     string
+		hasDataset  bool
+		hasPolicies bool
+		hasMessages bool
+	)
+	body, err := decodeBody(r, map[string]member{
+		"policies": func(sc *jsonscan.Scanner) error {
+			hasPolicies = true
+			if err := sc.Expect(jsonscan.Array, "policies (a list of policy texts)"); err != nil {
+				return err
+			}
+			return sc.Array(func(int) error {
+				var src string
+				err := str(&src, "a policy text")(sc)
+				sources = append(sources, src)
+				return err
+			})
+		},
+		"messages": func(sc *jsonscan.Scanner) error {
+			hasMessages = true
+			evs, err := trace.DecodeEvents(sc, "messages (a list of events)")
+			events = evs
+			return err
+		},
+		"parameters":   parameters(&params),
+		"dataset_name": optStr(&dataset, &hasDataset, "dataset_name"),
+	})
+	if err != nil {
+		return err
+	}
+	if !hasPolicies {
+		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "policies": a list of policy texts`))
+	}
+	if !hasMessages {
+		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "messages": the trace, a list of events`))
+	}
+	results := make([]map[string]any, len(sources))
+	for i, src := range sources {
+		pol, err := parsePolicy(fmt.Sprintf("policies[%d]", i), src)
+		if err == nil {
+			var res *policy.Result
+			res, err = pol.AnalyzeContext(r.Context(), events, params)
+			if err == nil {
+				results[i] = map[string]any{"errors": violationsJSON(res.Violations)}
+				continue
+			}
+			err = policyError(err)
+		}
+		ae := toAPIError(err)
+		if ae.Status >= 500 {
+			return err
+		}
+		results[i] = map[string]any{"errors": []any{}, "error_message": ae.Message}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"result": results})
+	return nil
+}
+
+// loadPolicy is POST /api/v1/policy/load {"policy"}: Invariant's gateway
+// asks the guardrails service to load a policy ahead of its checks. Lookout
+// parses it (policies are cached when used) and answers whether it loads:
+// 200 {"success": true, "rules": n}, or 422 with the diagnostics.
+func (s *Server) loadPolicy(w http.ResponseWriter, r *http.Request, p *principal) error {
+	if err := s.requireUser(r, p); err != nil {
+		return err
+	}
+	var src string
+	var has bool
+	body, err := decodeBody(r, map[string]member{
+		"policy": func(sc *jsonscan.Scanner) error { has = true; return str(&src, "policy")(sc) },
+	})
+	if err != nil {
+		return err
+	}
+	if !has {
+		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "policy": the policy text`))
+	}
+	pol, err := parsePolicy("policy", src)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "rules": pol.Rules()})
+	return nil
+}
+
 func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request, p *principal) error {
 	d, err := s.readableDataset(r, p, r.PathValue("id"))
 	if err != nil {
@@ -258,6 +358,7 @@ func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
+	s.forgetRails(d.ID)
 	writeJSON(w, http.StatusCreated, toPolicyJSON(saved))
 	return nil
 }
@@ -291,6 +392,7 @@ func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
+	s.forgetRails(d.ID)
 	writeJSON(w, http.StatusOK, toPolicyJSON(saved))
 	return nil
 }
@@ -309,6 +411,7 @@ func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request, p *princip
 	if err := s.st.DeletePolicy(r.Context(), pol.ID); err != nil {
 		return err
 	}
+	s.forgetRails(d.ID)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

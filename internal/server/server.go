@@ -38,6 +38,8 @@ type Config struct {
 	// built, span requests are answered 503 with Retry-After.
 	SpanQuiet, SpanMaxDelay time.Duration
 	SpanBacklog             int64
+	// Gateway configures the LLM gateway (gateway.go).
+	Gateway GatewayConfig
 }
 
 // Server serves the API. It is an http.Handler.
@@ -52,6 +54,7 @@ type Server struct {
 	reads      traceReads  // shares concurrent reads of one trace
 	live       liveHub     // listeners of changing traces
 	builder    spanBuilder // builds traces whose spans were accepted (spans.go)
+	gw         *gatewayState
 
 	spanQuiet, spanMaxDelay time.Duration
 	spanBacklog             int64
@@ -84,6 +87,7 @@ func New(cfg Config) *Server {
 	if s.spanBacklog <= 0 {
 		s.spanBacklog = 20000
 	}
+	s.initGateway(cfg.Gateway)
 	s.mux = http.NewServeMux()
 	s.routes()
 	return s
@@ -178,6 +182,12 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/eval/runs/{rid}/events", s.runEvents)
 	s.handle("POST /api/v1/eval/runs/{rid}/cancel", s.cancelRun)
 	s.handle("GET /api/v1/eval/runs/{rid}/compare/{other}", s.compareRuns)
+
+	// The gateway: LLM providers and MCP servers behind Lookout (gateway.go).
+	s.patterns = append(s.patterns, "/api/v1/gateway/")
+	s.mux.HandleFunc("/api/v1/gateway/", s.gatewayRoute)
+	s.handle("POST /api/v1/policy/check/batch", s.checkPolicyBatch)
+	s.handle("POST /api/v1/policy/load", s.loadPolicy)
 
 	// Benchmarks (benchmarks.go).
 	s.handle("POST /api/v1/benchmarks", s.createBenchmark)

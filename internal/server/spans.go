@@ -45,9 +45,11 @@ func (s *Server) StartSpanBuilder() {
 	})
 }
 
-// Close stops building pending traces; those left stay marked in the store
-// for the next server. Safe to call more than once, or never.
+// Close writes the gateway's queued calls and stops building pending
+// traces; those left stay marked in the store for the next server. Safe to
+// call more than once, or never.
 func (s *Server) Close() {
+	s.closeGateway()
 	s.builder.once.Do(func() {}) // no loop may start after this
 	if s.builder.stop != nil {
 		s.builder.stop()
