@@ -22,6 +22,14 @@ func init() {
 		kPrivate: "checks the trace sent in the request; no stored data is involved",
 		kUnknown: "checks the trace sent in the request; no stored data is involved",
 	}
+	notApplicable["POST /api/v1/policy/check/batch"] = map[string]string{
+		kPrivate: "checks the trace sent in the request; no stored data is involved",
+		kUnknown: "checks the trace sent in the request; no stored data is involved",
+	}
+	notApplicable["POST /api/v1/policy/load"] = map[string]string{
+		kPrivate: "loads the policy sent in the request; no stored data is involved",
+		kUnknown: "loads the policy sent in the request; no stored data is involved",
+	}
 }
 
 // isPolicyRoute reports whether a route is one of policy.go's.
@@ -158,6 +166,38 @@ func TestPolicyScenarios(t *testing.T) {
 				body:   `{"policy": "from invariant.detectors import prompt_injection\nraise \"x\" if:\n    (m: Message)\n    prompt_injection(m)\n", "messages": [{"role": "user", "content": "hi"}]}`,
 				status: 422, want: []string{`"class":"DetectorUnavailable"`, `not available in this build`}},
 
+			// POST /api/v1/policy/check/batch (Invariant's guardrails service)
+			{name: "batch: one result per policy, in order", kind: kSuccess, method: "POST", path: "/api/v1/policy/check/batch", user: "alice",
+				body:   `{"policies": [` + inboxRule + `, "raise \"never\" if:\n    (m: Message)\n    m.content == \"nope\"\n"], "messages": ` + inboxTrace + `, "dataset_name": "ds"}`,
+				status: 200, want: []string{`^\{"result":\[\{"errors":\[\{"args":\["read the inbox"\],"key":"\(0, \(1,\)\)","kwargs":\{\},"ranges":\["messages\.1\.tool_calls\.0"\]\}\]\},\{"errors":\[\]\}\]\}\n$`}},
+			{name: "batch: a policy that does not load gets an error_message, the others their results", method: "POST", path: "/api/v1/policy/check/batch", user: "alice",
+				body:   `{"policies": ["raise \"x\" if\n", ` + inboxRule + `], "messages": ` + inboxTrace + `}`,
+				status: 200, want: []string{`^\{"result":\[\{"error_message":"invalid policy: policies\[0\]:1:`, `"errors":\[\]\},\{"errors":\[\{"args":\["read the inbox"\]`}},
+			{name: "batch: bad JSON", kind: kBadJSON, method: "POST", path: "/api/v1/policy/check/batch", user: "alice",
+				body: `{"policies": [`, status: 400, want: []string{`"invalid_json"`}},
+			{name: "batch: policies of the wrong type", kind: kTypes, method: "POST", path: "/api/v1/policy/check/batch", user: "alice",
+				body: `{"policies": [1], "messages": []}`, status: 422, want: []string{`\$\.policies\[0\]`}},
+			{name: "batch: without policies", method: "POST", path: "/api/v1/policy/check/batch", user: "alice",
+				body: `{"messages": []}`, status: 422, want: []string{`needs \\"policies\\"`}},
+			{name: "batch: missing auth", kind: kNoAuth, method: "POST", path: "/api/v1/policy/check/batch", user: "",
+				body: `{"policies": [], "messages": []}`, status: 401},
+			{name: "batch: too-large body", kind: kTooLarge, method: "POST", path: "/api/v1/policy/check/batch", user: "alice",
+				body: big, status: 413},
+
+			// POST /api/v1/policy/load
+			{name: "load: a policy that loads", kind: kSuccess, method: "POST", path: "/api/v1/policy/load", user: "alice",
+				body: `{"policy": ` + inboxRule + `}`, status: 200, want: []string{`^\{"rules":1,"success":true\}\n$`}},
+			{name: "load: a policy that does not", method: "POST", path: "/api/v1/policy/load", user: "alice",
+				body: `{"policy": "raise \"x\" if\n"}`, status: 422, want: []string{`"class":"SyntaxError"`}},
+			{name: "load: bad JSON", kind: kBadJSON, method: "POST", path: "/api/v1/policy/load", user: "alice",
+				body: `{"policy": `, status: 400, want: []string{`"invalid_json"`}},
+			{name: "load: wrong type", kind: kTypes, method: "POST", path: "/api/v1/policy/load", user: "alice",
+				body: `{"policy": []}`, status: 422, want: []string{`\$\.policy`}},
+			{name: "load: missing auth", kind: kNoAuth, method: "POST", path: "/api/v1/policy/load", user: "",
+				body: `{"policy": "x"}`, status: 401},
+			{name: "load: too-large body", kind: kTooLarge, method: "POST", path: "/api/v1/policy/load", user: "alice",
+				body: `{"policy": "` + strings.Repeat("x", smallLimit) + `"}`, status: 413},
+
 			// GET /api/v1/datasets/{id}/policies
 			{name: "policies: list", kind: kSuccess, method: "GET", path: "/api/v1/datasets/{ap}/policies", user: "alice",
 				status: 200, want: []string{`^\{"policies":\[\{"id":"{pol}","dataset_id":"{ap}","name":"flow","source":"raise PolicyViolation`}},
@@ -266,7 +306,7 @@ func TestPolicyScenarios(t *testing.T) {
 			pairs = append(pairs, "{"+k+"}", v)
 		}
 		expand := strings.NewReplacer(pairs...)
-		checkAreaCoverage(t, f.srv, scenarios, expand, isPolicyRoute, 7)
+		checkAreaCoverage(t, f.srv, scenarios, expand, isPolicyRoute, 9)
 		if !slices.Contains(f.srv.patterns, "POST /api/v1/policy/check") {
 			t.Error("POST /api/v1/policy/check is not registered")
 		}

@@ -145,8 +145,8 @@ func applies(route, kind string) bool {
 }
 
 // othersTest are route prefixes whose scenarios live with their own code
-// (the policy endpoints, in the policy files' tests).
-var othersTest = []string{"/api/v1/policy", "/policies", "/check"}
+// (the policy endpoints, in the policy files' tests; the gateway, in its own).
+var othersTest = []string{"/api/v1/policy", "/policies", "/check", "/api/v1/gateway/"}
 
 const smallLimit = 64 << 10
 
