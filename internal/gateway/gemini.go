@@ -110,7 +110,7 @@ func (gemini) ParseRequest(body []byte) (Request, error) {
 	if err != nil {
 		return Request{}, wrapError("gemini", "request", err)
 	}
-	req.Events = append(system, contents...)
+	req.Events = append(append([]trace.Event{}, system...), contents...)
 	return req, nil
 }
 
