@@ -23,9 +23,9 @@ func fuzzIndex(t testing.TB, name string) uint8 {
 	return 0
 }
 
-// checkEvents fails unless events encode to canonical JSON that reads back
+// requireStorable fails unless events encode to canonical JSON that reads back
 // as the same JSON: what the gateway stores must survive the store.
-func checkEvents(t *testing.T, what string, events []trace.Event) {
+func requireStorable(t *testing.T, what string, events []trace.Event) {
 	t.Helper()
 	a := trace.AppendEvents(nil, events)
 	back, err := trace.DecodeEvents(jsonscan.New(a), "events")
@@ -37,9 +37,9 @@ func checkEvents(t *testing.T, what string, events []trace.Event) {
 	}
 }
 
-// checkError fails unless err says where: a JSON error has a path, an
+// requirePlacedError fails unless err says where: a JSON error has a path, an
 // upstream error a message.
-func checkError(t *testing.T, what string, err error) {
+func requirePlacedError(t *testing.T, what string, err error) {
 	t.Helper()
 	var se *jsonscan.Error
 	var up *UpstreamError
@@ -76,9 +76,9 @@ func FuzzParseRequest(f *testing.F) {
 		p := fuzzProviders[int(which)%len(fuzzProviders)]
 		req, err := p.ParseRequest(body)
 		if err != nil {
-			checkError(t, p.Name()+" request", err)
+			requirePlacedError(t, p.Name()+" request", err)
 		} else {
-			checkEvents(t, p.Name()+" request", req.Events)
+			requireStorable(t, p.Name()+" request", req.Events)
 			again, _ := p.ParseRequest(body)
 			if a, b := eventsJSON(req.Events), eventsJSON(again.Events); a != b {
 				t.Fatalf("read twice, two answers:\n%s\n%s", a, b)
@@ -89,9 +89,9 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		resp, err := p.ParseResponse(body)
 		if err != nil {
-			checkError(t, p.Name()+" response", err)
+			requirePlacedError(t, p.Name()+" response", err)
 		} else {
-			checkEvents(t, p.Name()+" response", resp.Events)
+			requireStorable(t, p.Name()+" response", resp.Events)
 		}
 	})
 }
@@ -116,16 +116,16 @@ func FuzzStream(f *testing.F) {
 		for i, ev := range frame(data, 17) {
 			_, done, err := st.Add(ev.name, ev.data)
 			if err != nil {
-				checkError(t, p.Name()+" stream", err)
+				requirePlacedError(t, p.Name()+" stream", err)
 				return
 			}
 			if done && !st.Settled() {
 				t.Fatalf("event %d: done but not settled", i)
 			}
 			if i%8 == 0 {
-				checkEvents(t, p.Name()+" stream", st.Response().Events)
+				requireStorable(t, p.Name()+" stream", st.Response().Events)
 			}
 		}
-		checkEvents(t, p.Name()+" stream", st.Response().Events)
+		requireStorable(t, p.Name()+" stream", st.Response().Events)
 	})
 }
