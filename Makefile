@@ -29,7 +29,9 @@ FUZZ_TARGETS := \
 	./internal/search:FuzzParse \
 	./internal/search:FuzzWalkStrings \
 	./internal/search:FuzzMeta \
-	./internal/search:FuzzLower
+	./internal/search:FuzzLower \
+	./internal/gateway:FuzzParseRequest \
+	./internal/gateway:FuzzStream
 
 .PHONY: all build test lint fuzz bench tools clean
 

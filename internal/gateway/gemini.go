@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
@@ -110,7 +111,7 @@ func (gemini) ParseRequest(body []byte) (Request, error) {
 	if err != nil {
 		return Request{}, wrapError("gemini", "request", err)
 	}
-	req.Events = append(system, contents...)
+	req.Events = append(append([]trace.Event{}, system...), contents...)
 	return req, nil
 }
 
@@ -158,7 +159,7 @@ func geminiCallID(name string, args json.RawMessage, place int) string {
 	h.Write([]byte(name))
 	h.Write([]byte{0})
 	h.Write(args)
-	h.Write([]byte{0, byte(place >> 8), byte(place)})
+	h.Write(binary.AppendUvarint([]byte{0}, uint64(place)))
 	return "gemini-" + hex.EncodeToString(h.Sum(nil)[:8])
 }
 

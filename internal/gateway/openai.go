@@ -27,6 +27,7 @@ func (openAI) Name() string { return "openai" }
 
 func (openAI) ParseRequest(body []byte) (Request, error) {
 	var req Request
+	var functions json.RawMessage
 	s := jsonscan.New(body)
 	hasMessages := false
 	err := decodeBody(s, "request body", func(key string) error {
@@ -41,11 +42,16 @@ func (openAI) ParseRequest(body []byte) (Request, error) {
 			req.Stream, err = optBool(s, "stream")
 		case "tools":
 			req.Tools, err = optRaw(s)
+		case "functions": // the deprecated form of tools
+			functions, err = optRaw(s)
 		default:
 			err = s.Skip()
 		}
 		return err
 	})
+	if req.Tools == nil {
+		req.Tools = functions
+	}
 	if err == nil && !hasMessages {
 		err = s.ErrorAt(0, `the request has no "messages"`)
 	}

@@ -319,3 +319,23 @@ func TestOpenAIStreamEventsRoundTrip(t *testing.T) {
 		t.Errorf("%s: %v", b, err)
 	}
 }
+
+// TestOpenAIRequestFields: model, stream (null is false) and tools (the
+// deprecated functions when there are no tools).
+func TestOpenAIRequestFields(t *testing.T) {
+	for _, tc := range []struct {
+		body, model string
+		stream      bool
+		tools       string
+	}{
+		{`{"model":"gpt-4o","stream":true,"messages":[],"tools":[{"type":"function","function":{"name":"f"}}]}`, "gpt-4o", true, `[{"type":"function","function":{"name":"f"}}]`},
+		{`{"model":null,"stream":null,"messages":[],"tools":null}`, "", false, ``},
+		{`{"messages":[],"functions":[ {"name":"f"} ]}`, "", false, `[{"name":"f"}]`},
+		{`{"messages":[],"functions":[{"name":"f"}],"tools":[{"type":"function","function":{"name":"g"}}]}`, "", false, `[{"type":"function","function":{"name":"g"}}]`},
+	} {
+		req, err := OpenAI().ParseRequest([]byte(tc.body))
+		if err != nil || req.Model != tc.model || req.Stream != tc.stream || string(req.Tools) != tc.tools || req.Events == nil {
+			t.Errorf("%s: %+v %v", tc.body, req, err)
+		}
+	}
+}
