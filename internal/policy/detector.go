@@ -61,6 +61,7 @@ package policy
 //	                nothing, for an entity it cannot detect)
 //	unicode         invariant.detectors, invariant.detectors.unicode
 //	python_code     invariant.detectors, invariant.detectors.code
+//	ipython_code    invariant.detectors, invariant.detectors.code (the same as python_code)
 //	fuzzy_contains  invariant.detectors, invariant.detectors.fuzzy_matching
 //	copyright       invariant.detectors, invariant.detectors.copyright
 //	html_code       invariant.parsers.html

@@ -1052,13 +1052,18 @@ func (in *interp) quantifier(q *Quantifier, f *frame) value {
 	default: // count
 		n := int64(0)
 		result := -1 // undecided
+		outer := boundOuterOrigins(q.body, f)
 		ctl := &searchCtl{onTrue: func(f *frame, markStart int) bool {
 			n++
-			// ranges of counted assignments go to the enclosing violation
-			for _, s := range f.slots {
-				if o := s.origin(); o != nil {
-					in.marks = append(in.marks, mark{o: o, start: -1})
+			if outer == nil {
+				// ranges of counted assignments go to the enclosing violation
+				for _, s := range f.slots {
+					if o := s.origin(); o != nil {
+						in.marks = append(in.marks, mark{o: o, start: -1})
+					}
 				}
+			} else {
+				in.marks = keepWithin(in.marks, markStart, outer)
 			}
 			if maxN >= 0 && n > maxN {
 				result = 0
@@ -1082,4 +1087,46 @@ func (in *interp) quantifier(q *Quantifier, f *frame) value {
 		}
 		return vTrue
 	}
+}
+
+// boundOuterOrigins returns the places of the variables of the bodies
+// enclosing a count block (the rule's, enclosing quantifiers') that are
+// bound in f and its parents, or nil if none is.
+//
+// With none bound, a count block's counted assignments and their ranges go
+// to the violation: they are what it is about, and Invariant's analyzer,
+// which then evaluates the block once, reports them too. With some bound,
+// the violation names those variables and only ranges inside their objects
+// are kept: the analyzer reports no counted assignment there, because
+// count.eval adds their ranges to whichever interpreter is on top of its
+// shared stack, that of the candidate evaluated last, not to the
+// violation's (invariant/analyzer/stdlib/invariant/quantifiers.py and
+// Interpreter.current() in runtime/evaluation.py).
+func boundOuterOrigins(bs *bodyScope, f *frame) []*origin {
+	var out []*origin
+	for s, fr := bs.parent, f; s != nil && fr != nil; s, fr = s.parent, fr.parent {
+		for _, v := range s.vars {
+			if v.slot < len(fr.slots) && fr.slots[v.slot].K != kUnknown {
+				if o := fr.slots[v.slot].origin(); o != nil {
+					out = append(out, o)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// keepWithin drops the marks from start on that do not lie inside one of
+// the objects at outer.
+func keepWithin(marks []mark, start int, outer []*origin) []mark {
+	kept := marks[:start]
+	for _, m := range marks[start:] {
+		for _, o := range outer {
+			if m.o.within(o) {
+				kept = append(kept, m)
+				break
+			}
+		}
+	}
+	return kept
 }

@@ -272,14 +272,21 @@ raise "x" if:
     "DEF" in c.function.arguments.text
     "se" in c.function.name`, `[{"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function", "function": {"name": "send", "arguments": {"text": "abc DEF"}}}]}]`,
 			[]string{"0.tool_calls.0", "0.tool_calls.0.function.name:0-2", "0.tool_calls.0.function.arguments.text:4-7"}},
-		{"count marks what it counted", `
+		{"count in a rule with variables marks inside them only", `
 raise "x" if:
     (c: ToolCall)
     count(min=1):
         (o: ToolOutput)
         c -> o
+        "ok" in o.content
+        "f" in c.function.name`, `[{"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": {}}}]}, {"role": "tool", "tool_call_id": "1", "content": "ok"}]`,
+			[]string{"0.tool_calls.0", "0.tool_calls.0.function.name:0-1"}},
+		{"count in a rule without variables marks what it counted", `
+raise "x" if:
+    count(min=1):
+        (o: ToolOutput)
         "ok" in o.content`, `[{"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": {}}}]}, {"role": "tool", "tool_call_id": "1", "content": "ok"}]`,
-			[]string{"0.tool_calls.0", "1", "1.content:0-2"}},
+			[]string{"1", "1.content:0-2"}},
 		{"tools and parameters", `
 raise "x" if:
     (p: ToolParameter)

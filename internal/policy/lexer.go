@@ -17,9 +17,19 @@ import (
 //     (rounded down), so a line indented by a few extra spaces stays at its
 //     block's level;
 //   - a deeper line opens a block (INDENT, one per level gained) only after a
-//     line ending in ':' or ':='; any other deeper line continues the
-//     previous line;
-//   - a shallower line closes one block per level lost.
+//     line ending in ':' or ':='; any other deeper line keeps the current
+//     block: it continues the previous line, unless it starts a statement
+//     or an assignment (raise, def, from, import, 'name :=' or
+//     'name(params) :='), which Invariant's grammar reads as the next
+//     statement or condition because it ignores line breaks. So the
+//     statements after the imports may all be indented (as the Explorer's
+//     playground writes policies);
+//   - a shallower line closes one block per level lost. A line may not end
+//     between the levels of a block opened several levels deep at once
+//     (line 2 of 'raise "x" if:' + a body indented by two levels + a line
+//     indented by one): Invariant parses that line into the block above as
+//     a sibling of the nested block and fails when it loads or runs the
+//     policy, so it is a syntax error here.
 //
 // Unlike Invariant, comment-only lines and lines inside brackets or
 // multi-line strings never affect indentation, and a line ending in a binary
@@ -63,7 +73,7 @@ func lex(src string) ([]token, *syntaxError) {
 	if err != nil {
 		return nil, err
 	}
-	return layout(src, raw), nil
+	return layout(src, raw)
 }
 
 var ops2 = []string{":=", "->", "~>", "**", "==", "!=", "<=", ">="}
@@ -357,7 +367,7 @@ func indentWidth(src string, off int) int {
 }
 
 // layout inserts NEWLINE, INDENT and DEDENT tokens.
-func layout(src string, raw []token) []token {
+func layout(src string, raw []token) ([]token, *syntaxError) {
 	// Line starts that count for indentation: first tokens of lines outside
 	// brackets.
 	common, unit := -1, 0
@@ -380,27 +390,50 @@ func layout(src string, raw []token) []token {
 	}
 	out := make([]token, 0, len(raw)+len(raw)/4+4)
 	indent := 0
+	// opened[k] is the token that opened block level k+1; a level passed
+	// over by a jump of several levels has the same token as the level
+	// the jump reached, with between set.
+	type openBlock struct {
+		first   token // first token of the block's first line
+		from    int   // the level the block was opened from
+		between bool  // a level passed over by a jump of several levels
+	}
+	var opened []openBlock
 	for i, t := range raw {
 		if i > 0 && t.bol && t.depth == 0 {
 			level := (indentWidth(src, t.off) - common) / unit
 			prev := raw[i-1]
 			opensBlock := prev.kind == tOp && (prev.text == ":" || prev.text == ":=")
-			cont := (prev.kind == tOp && contAfterOp[prev.text]) ||
-				(prev.kind == tName && contAfterName[prev.text]) ||
+			contAfter := (prev.kind == tOp && contAfterOp[prev.text]) ||
+				(prev.kind == tName && contAfterName[prev.text])
+			cont := contAfter ||
 				(t.kind == tOp && contBeforeOp[t.text]) ||
 				(t.kind == tName && contBeforeName[t.text])
 			switch {
 			case level > indent && opensBlock:
+				from := indent
 				for ; indent < level; indent++ {
+					opened = append(opened, openBlock{first: t, from: from, between: indent+1 < level})
 					out = append(out, token{kind: tIndent, off: t.off, end: t.off})
 				}
+			case level > indent && !contAfter && startsStatement(raw, i):
+				// a statement or assignment on a deeper line: Invariant
+				// reads it as the next one, in the current block
+				out = append(out, token{kind: tNewline, off: prev.end, end: prev.end})
 			case level > indent:
 				// a deeper line without ':' continues the previous line
 			case cont && level == indent:
 			case prev.kind == tOp && prev.text == ":=" && level == indent:
 			default:
+				if level < indent && level > 0 && opened[level-1].between {
+					b := opened[level-1]
+					return nil, &syntaxError{t.off, fmt.Sprintf(
+						"this line's indentation matches no open block: the block starting at %s is indented %d levels deeper than the level it was opened from, and this line falls between them (Invariant cannot load or run such a policy either); indent it like that block, or start it at column %d",
+						posOf(src, b.first.off), levelOf(src, b.first, common, unit)-b.from, common+b.from*unit+1)}
+				}
 				out = append(out, token{kind: tNewline, off: prev.end, end: prev.end})
 				for ; indent > level; indent-- {
+					opened = opened[:indent-1]
 					out = append(out, token{kind: tDedent, off: t.off, end: t.off})
 				}
 			}
@@ -416,5 +449,34 @@ func layout(src string, raw []token) []token {
 		out = append(out, token{kind: tDedent, off: len(src), end: len(src)})
 	}
 	out = append(out, token{kind: tEOF, off: len(src), end: len(src)})
-	return out
+	return out, nil
+}
+
+func levelOf(src string, t token, common, unit int) int {
+	return (indentWidth(src, t.off) - common) / unit
+}
+
+// startsStatement reports whether the line starting at raw[i] begins a
+// statement (raise, def, from, import) or an assignment: 'name :=' or
+// 'name(...) :='.
+func startsStatement(raw []token, i int) bool {
+	t := raw[i]
+	if t.kind != tName {
+		return false
+	}
+	switch t.text {
+	case "raise", "def", "from", "import":
+		return true
+	}
+	if keywords[t.text] || i+1 >= len(raw) {
+		return false
+	}
+	j := i + 1
+	if raw[j].kind == tOp && raw[j].text == "(" {
+		// skip the parameter list to its closing bracket
+		for j++; j < len(raw) && raw[j].depth > t.depth; j++ {
+		}
+		j++ // past ')'
+	}
+	return j < len(raw) && raw[j].kind == tOp && raw[j].text == ":="
 }

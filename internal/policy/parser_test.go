@@ -165,6 +165,10 @@ func TestBlocks(t *testing.T) {
 		{"tabs", "raise \"x\" if:\n\ta\n\tb\n", []string{"a", "b"}},
 		{"indented policy (dedented first)", "\n        raise \"x\" if:\n            a\n            b\n        ", []string{"a", "b"}},
 		{"backslash continuation", "raise \"x\" if:\n    a == \\\n    b\n", []string{"(== a b)"}},
+		{"statements indented after the imports", "from m import a\n    x := 1\n    raise \"x\" if:\n        a\n        b\n", []string{"a", "b"}},
+		{"rule on a deeper line, body at its level", "from m import a\n    raise \"x\" if:\n    a\n    b\n", []string{"a", "b"}},
+		{"assignment on a deeper line", "raise \"x\" if:\n    a\n        y := 1\n    y\n", []string{"a", "(:= y 1)", "y"}},
+		{"after a rule indented at once, back at the margin", "from m import a\n    raise \"y\" if:\n        b\nraise \"x\" if:\n    a\n", []string{"b"}},
 	}
 	for _, c := range cases {
 		stmts, err := parsePolicy(c.src)
@@ -219,7 +223,9 @@ func TestSyntaxErrors(t *testing.T) {
 		{"raise \"x\" if:\n    a $ b\n", 2, 7, "unexpected character"},
 		{"raise \"x\" if:\n    f(a=1, 2)\n", 2, 12, "positional argument after keyword"},
 		{"raise \"x\" if:\n    a if b\n", 2, 11, "expected 'else'"},
-		{"  raise \"x\" if:\n        a\n  b := 1\n c\n", 4, 3, "expected ':='"},
+		{"  raise \"x\" if:\n        a\n  b := 1\n c\n", 3, 3, "matches no open block"},
+		{"from m import a\n    raise \"x\" if:\n        a\n    raise \"y\" if:\n        b\n", 4, 5, "start it at column 1"},
+		{"raise \"x\" if:\n    a\n        b\n", 3, 9, "each condition goes on its own line"},
 		{"from invariant import\n", 1, 22, "expected a name"},
 		{"raise \"x\" if:\n    [x for x y]\n", 2, 14, "expected 'in'"},
 		{"raise \"x\" if:\n    12abc\n", 2, 5, "invalid number"},

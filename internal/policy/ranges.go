@@ -48,6 +48,15 @@ func (o *origin) depth() int {
 	return d
 }
 
+// within reports whether o is anc or lies inside it.
+func (o *origin) within(anc *origin) bool {
+	x := o
+	for d := o.depth() - anc.depth(); d > 0; d-- {
+		x = x.parent
+	}
+	return o.depth() >= anc.depth() && samePath(x, anc)
+}
+
 func sameNode(x, y *origin) bool {
 	return x.key == y.key && x.idx == y.idx && x.ord == y.ord
 }

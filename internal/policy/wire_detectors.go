@@ -48,6 +48,11 @@ func argText(c *DetectorCall) string {
 	return s
 }
 
+func pythonCode(c *DetectorCall) (any, error) {
+	r := detectors.PythonCode(argText(c))
+	return Record{Type: "PythonDetectorResult", Fields: map[string]any{"imports": r.Imports, "builtins": r.Builtins, "function_calls": r.FunctionCalls, "syntax_error": r.SyntaxError, "syntax_error_exception": r.SyntaxErrorException}}, nil
+}
+
 func init() {
 	RegisterDetector(Detector{Name: "secrets", Modules: []string{"invariant.detectors", "invariant.detectors.secrets"}, Func: func(c *DetectorCall) (any, error) {
 		kinds := c.Arg(1).Strings() // optional: e.g. ["BASE64_HIGH_ENTROPY_STRING"]
@@ -69,10 +74,13 @@ func init() {
 		}
 		return detectorMatches(c, func(s string) ([]detectors.Match, error) { return detectors.Copyright(s, th) })
 	}})
-	RegisterDetector(Detector{Name: "python_code", Modules: []string{"invariant.detectors", "invariant.detectors.code"}, Func: func(c *DetectorCall) (any, error) {
-		r := detectors.PythonCode(argText(c))
-		return Record{Type: "PythonDetectorResult", Fields: map[string]any{"imports": r.Imports, "builtins": r.Builtins, "function_calls": r.FunctionCalls, "syntax_error": r.SyntaxError, "syntax_error_exception": r.SyntaxErrorException}}, nil
-	}})
+	RegisterDetector(Detector{Name: "python_code", Modules: []string{"invariant.detectors", "invariant.detectors.code"}, Func: pythonCode})
+	// ipython_code is python_code, as in Invariant: its ipython_code calls
+	// python_code(data, ipython_mode=True), whose ipython_mode parameter is
+	// never passed on to PythonCodeDetector.detect, so no IPython cell
+	// transformation happens and "!ls" or "%time f()" is a syntax error
+	// (invariant/analyzer/stdlib/invariant/detectors/code.py).
+	RegisterDetector(Detector{Name: "ipython_code", Modules: []string{"invariant.detectors", "invariant.detectors.code"}, Func: pythonCode})
 	RegisterDetector(Detector{Name: "html_code", Modules: []string{"invariant.parsers.html"}, Func: func(c *DetectorCall) (any, error) {
 		r := detectors.HTMLCode(argText(c))
 		return Record{Type: "HTMLParseResult", Fields: map[string]any{"alt_texts": r.AltTexts, "links": r.Links}}, nil

@@ -75,57 +75,6 @@ func pythonCode(code string) PythonResult {
 	return v.res
 }
 
-// IPythonCode is PythonCode after IPython's cell transformations, Invariant's
-// python_code(..., ipython_mode=True): the indentation of the first line is
-// removed from every line, and line magics ("%cd dir"), cell magics
-// ("%%bash") and shell escapes ("!ls") become the get_ipython() calls
-// IPython rewrites them to.
-func IPythonCode(code string) PythonResult {
-	return PythonCode(ipythonTransform(code))
-}
-
-func ipythonTransform(code string) string {
-	code = strings.ReplaceAll(strings.ReplaceAll(code, "\r\n", "\n"), "\r", "\n")
-	lines := strings.Split(code, "\n")
-	// drop leading blank lines
-	for len(lines) > 0 && strings.TrimSpace(lines[0]) == "" {
-		lines = lines[1:]
-	}
-	if len(lines) == 0 {
-		return ""
-	}
-	indent := lines[0][:len(lines[0])-len(strings.TrimLeft(lines[0], " \t"))]
-	for i, l := range lines {
-		lines[i] = strings.TrimPrefix(l, indent)
-	}
-	first := strings.TrimSpace(lines[0])
-	if strings.HasPrefix(first, "%%") {
-		fields := strings.SplitN(strings.TrimPrefix(first, "%%"), " ", 2)
-		arg := ""
-		if len(fields) > 1 {
-			arg = fields[1]
-		}
-		body := strings.Join(lines[1:], "\n")
-		return fmt.Sprintf("get_ipython().run_cell_magic(%s, %s, %s)\n", pyRepr(fields[0]), pyRepr(arg), pyRepr(body+"\n"))
-	}
-	for i, l := range lines {
-		t := strings.TrimLeft(l, " \t")
-		ind := l[:len(l)-len(t)]
-		switch {
-		case strings.HasPrefix(t, "!"):
-			lines[i] = ind + "get_ipython().system(" + pyRepr(strings.TrimPrefix(t, "!")) + ")"
-		case strings.HasPrefix(t, "%") && !strings.HasPrefix(t, "%%"):
-			fields := strings.SplitN(strings.TrimPrefix(t, "%"), " ", 2)
-			arg := ""
-			if len(fields) > 1 {
-				arg = fields[1]
-			}
-			lines[i] = ind + "get_ipython().run_line_magic(" + pyRepr(fields[0]) + ", " + pyRepr(arg) + ")"
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
 // pythonBuiltins are the names in Python's builtins module (3.11/3.12) plus
 // the ones the site module adds (exit, quit, help, copyright, ...).
 var pythonBuiltins = func() map[string]bool {

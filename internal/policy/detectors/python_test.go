@@ -152,27 +152,6 @@ func TestPythonCode312AndMore(t *testing.T) {
 	}
 }
 
-func TestIPythonCode(t *testing.T) {
-	r := IPythonCode("  %cd /tmp\n  !ls -la\n  import os\n")
-	if r.SyntaxError {
-		t.Fatalf("syntax error: %s", r.SyntaxErrorException)
-	}
-	if !reflect.DeepEqual(r.Imports, []string{"os"}) {
-		t.Errorf("imports = %q", r.Imports)
-	}
-	for _, c := range []string{"get_ipython().run_line_magic", "get_ipython().system"} {
-		if !r.HasFunctionCall(c) {
-			t.Errorf("%s missing from %q", c, r.FunctionCalls)
-		}
-	}
-	if r := IPythonCode("%%bash\nrm -rf /\n"); r.SyntaxError || !r.HasFunctionCall("get_ipython().run_cell_magic") {
-		t.Errorf("cell magic: %+v", r)
-	}
-	if r := PythonCode("  %cd /tmp\n"); !r.SyntaxError {
-		t.Errorf("plain Python must reject magics")
-	}
-}
-
 func TestFStringSpecAfterContinuation(t *testing.T) {
 	for _, src := range []string{"x = f'''{a \\\n:>10}'''\n", "x = f'''{a # c\n:>10}'''\n", "x = f'{a :>10}'\n"} {
 		if r := PythonCode(src); r.SyntaxError {
