@@ -41,6 +41,7 @@ type confCase struct {
 	RaiseUnhandled bool                       `json:"raise_unhandled"`
 	Expect         map[string]json.RawMessage `json:"expect"`
 	Needs          []string                   `json:"needs"`
+	Notes          string                     `json:"notes"`
 }
 
 type confStep struct {
@@ -173,6 +174,44 @@ func TestConformance(t *testing.T) {
 	for name := range listed {
 		if _, ok := failing[name]; !ok {
 			t.Errorf("%s is listed in CONFORMANCE.md as failing but passes (or does not exist)", name)
+		}
+	}
+}
+
+// lookoutCasesDir holds Lookout-owned cases in the suite's format: behaviour
+// of Invariant's analyzer that its own test-suite does not cover, each
+// case's notes saying where in Invariant it comes from.
+const lookoutCasesDir = "testdata/conformance"
+
+// TestConformanceLookoutCases runs the Lookout-owned cases; every one must
+// pass.
+func TestConformanceLookoutCases(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(lookoutCasesDir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no cases in %s (err %v)", lookoutCasesDir, err)
+	}
+	names := map[string]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cs []confCase
+		if err := json.Unmarshal(data, &cs); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, c := range cs {
+			if names[c.Name] || !strings.HasPrefix(c.Name, "lookout::") || c.Notes == "" {
+				t.Errorf("%s: %q: names must be unique and start with lookout::, and notes must say where the behaviour comes from", f, c.Name)
+			}
+			names[c.Name] = true
+			if met, missing := needsMet(c.Needs); !met {
+				t.Errorf("%s: needs %v, which this build lacks", c.Name, missing)
+				continue
+			}
+			if err := runCase(c); err != nil {
+				t.Errorf("%s: %v", c.Name, err)
+			}
 		}
 	}
 }
