@@ -3,7 +3,6 @@ module github.com/lookout-dev/lookout
 go 1.26.0
 
 require (
-	github.com/dlclark/regexp2 v1.12.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/schollz/progressbar/v3 v3.19.1

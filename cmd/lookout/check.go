@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +23,7 @@ func newCheckCmd() *cobra.Command {
 	var policyFile, formatName string
 	var params []string
 	var asJSON bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "check --policy FILE [--param name=value]... [--json] [--format auto|invariant|snorkel|mlflow|bedrock] TRACEFILE...",
 		Short: "Check traces against a guardrail policy, printing every violation with its ranges",
@@ -37,6 +40,12 @@ and a summary line. With --json, one line per trace checked:
 
 --param name=value sets the policy parameter input.name; a value that is JSON
 (3, true, ["a","b"]) is read as JSON, anything else as a string.
+
+Each check is bounded: loading the policy and checking each trace get
+--timeout each (default 60s, regular expression matching included), 10^8
+evaluation steps and 1 GiB of values built; past any of them the trace fails
+with BudgetExceeded. At most 1,000 violations are reported per trace; past
+that the trace's line says so ("truncated": true with --json).
 
 Exit status: 0 no violation; 1 some violation, or a trace that could not be
 read; 2 a policy that does not load or fails while checking (the error names
@@ -56,7 +65,8 @@ usage error.`,
 				return err
 			}
 			stderr := cmd.ErrOrStderr()
-			p, err := loadPolicy(policyFile, cmd.InOrStdin(), args)
+			ctx := cmdContext(cmd)
+			p, err := loadPolicy(ctx, policyFile, cmd.InOrStdin(), args, timeout)
 			if err != nil {
 				var le *policy.LoadError
 				if errors.As(err, &le) {
@@ -65,7 +75,10 @@ usage error.`,
 				}
 				return err
 			}
-			c := &checker{p: p, params: ps, json: asJSON, multi: len(args) > 1,
+			lim := policy.DefaultLimits
+			lim.Time = timeout
+			p.SetLimits(lim)
+			c := &checker{ctx: ctx, p: p, params: ps, json: asJSON, multi: len(args) > 1,
 				out: bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10), stderr: stderr}
 			for _, name := range args {
 				c.file(name, cmd.InOrStdin(), f)
@@ -88,12 +101,13 @@ usage error.`,
 	cmd.Flags().StringVar(&policyFile, "policy", "", `the policy file ("-" for standard input)`)
 	cmd.Flags().StringArrayVar(&params, "param", nil, "a policy parameter name=value, read by the policy as input.name (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per trace")
+	cmd.Flags().DurationVar(&timeout, "timeout", policy.DefaultLimits.Time, "the time budget of loading the policy and of checking each trace")
 	cmd.Flags().StringVar(&formatName, "format", "auto", formatFlagHelp())
 	return cmd
 }
 
-// loadPolicy reads and parses the policy file.
-func loadPolicy(name string, stdin io.Reader, traceFiles []string) (*policy.Policy, error) {
+// loadPolicy reads and parses the policy file within the time budget.
+func loadPolicy(ctx context.Context, name string, stdin io.Reader, traceFiles []string, budget time.Duration) (*policy.Policy, error) {
 	var src []byte
 	var err error
 	if name == "-" {
@@ -109,11 +123,14 @@ func loadPolicy(name string, stdin io.Reader, traceFiles []string) (*policy.Poli
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	return policy.ParseFile(name, string(src))
+	ctx, cancel := policy.WithTimeBudget(ctx, budget)
+	defer cancel()
+	return policy.ParseContext(ctx, name, string(src))
 }
 
 // checker checks traces and writes the results.
 type checker struct {
+	ctx    context.Context
 	p      *policy.Policy
 	params map[string]any
 	json   bool
@@ -167,7 +184,9 @@ type checkLine struct {
 	File   string       `json:"file,omitempty"`
 	Index  int          `json:"index"`
 	Errors *[]violation `json:"errors,omitempty"`
-	Error  *checkError  `json:"error,omitempty"`
+	// Truncated: the violations stopped at the cap (policy.Limits).
+	Truncated bool        `json:"truncated,omitempty"`
+	Error     *checkError `json:"error,omitempty"`
 }
 
 // violation is Invariant's ErrorInformation.to_dict() shape.
@@ -185,7 +204,7 @@ type checkError struct {
 
 func (c *checker) trace(file string, idx int, t *trace.Trace) {
 	c.traces++
-	res, err := c.p.Analyze(t.Events, c.params)
+	res, err := c.p.AnalyzeContext(c.ctx, t.Events, c.params)
 	line := checkLine{Index: idx}
 	if c.multi {
 		line.File = file
@@ -224,6 +243,7 @@ func (c *checker) trace(file string, idx int, t *trace.Trace) {
 			}
 		}
 		line.Errors = &vs
+		line.Truncated = res.Truncated
 		c.writeJSON(line)
 		return
 	}
@@ -233,6 +253,9 @@ func (c *checker) trace(file string, idx int, t *trace.Trace) {
 		c.out.WriteString(" [")
 		c.out.WriteString(strings.Join(v.Addresses(), ", "))
 		c.out.WriteString("]\n")
+	}
+	if res.Truncated {
+		fmt.Fprintf(c.out, "%sviolations truncated at %d: the rule has more\n", prefix, len(res.Violations))
 	}
 }
 

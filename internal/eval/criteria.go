@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-
-	"github.com/lookout-dev/lookout/internal/policy"
 )
 
 // Criterion is one entry of a criteria file:
@@ -132,7 +130,7 @@ func (c *Criterion) Check() error {
 		if c.Type != TypeBool {
 			return fmt.Errorf("%s: a rule criterion is pass/fail (type bool)", c.Name)
 		}
-		if _, err := policy.ParseFile(c.Name, c.Policy); err != nil {
+		if _, err := parsePolicy(c.Name, c.Policy); err != nil {
 			return fmt.Errorf("%s: policy: %w", c.Name, err)
 		}
 	case "code":

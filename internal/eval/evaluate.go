@@ -16,8 +16,17 @@ import (
 )
 
 // Limits bound each rule or code evaluation (one trace), so that a runaway
-// expression ends with an error instead of holding a core.
-var Limits = policy.Limits{Steps: 50_000_000, Time: 10 * time.Second}
+// expression ends with an error instead of holding a core: the same budget
+// (steps, time, memory, violations) as the server's policy checks. Loading
+// a criterion's policy or expression gets Limits.Time too.
+var Limits = policy.Limits{Steps: 50_000_000, Time: 10 * time.Second, Memory: 256 << 20, Violations: 1000}
+
+// parsePolicy loads a criterion's policy within Limits.Time.
+func parsePolicy(name, src string) (*policy.Policy, error) {
+	ctx, cancel := policy.WithTimeBudget(context.Background(), Limits.Time)
+	defer cancel()
+	return policy.ParseContext(ctx, name, src)
+}
 
 // Result is one grade an evaluator gives: of the whole trace (Address "")
 // or of one target in it.
@@ -53,7 +62,7 @@ func Compile(c Criterion, llm *LLM) (*Evaluator, error) {
 	var err error
 	switch c.Evaluator {
 	case "rule":
-		if e.pol, err = policy.ParseFile(c.Name, c.Policy); err != nil {
+		if e.pol, err = parsePolicy(c.Name, c.Policy); err != nil {
 			return nil, err
 		}
 		e.pol.SetLimits(Limits)
@@ -84,7 +93,7 @@ func compileExpr(expr string) (*policy.Policy, error) {
 	}
 	src := exprPrefix + expr + ")) if:\n    True\n" +
 		"metadata := input.metadata\nmessages := input.messages\ntool_calls := input.tool_calls\nname := input.name\nstep := input.step\ncall := input.call\nanswer := input.answer\n"
-	p, err := policy.ParseFile("expr", src)
+	p, err := parsePolicy("expr", src)
 	if err != nil {
 		var le *policy.LoadError
 		if errors.As(err, &le) && len(le.Diagnostics) > 0 {
@@ -149,7 +158,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, t *trace.Trace) ([]Result, err
 	case "human":
 		return nil, ErrHuman
 	case "rule":
-		return e.rule(t)
+		return e.rule(ctx, t)
 	}
 	var out []Result
 	for _, tg := range e.targets(t) {
@@ -157,7 +166,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, t *trace.Trace) ([]Result, err
 		var err error
 		switch e.C.Evaluator {
 		case "code":
-			r, err = e.code(t, tg)
+			r, err = e.code(ctx, t, tg)
 		case "llm":
 			r, err = e.llm.judge(ctx, e.C, t, tg)
 		}
@@ -175,8 +184,8 @@ func (e *Evaluator) Evaluate(ctx context.Context, t *trace.Trace) ([]Result, err
 
 // rule checks the policy once over the trace and fails each target that a
 // violation's ranges fall in, with those ranges attached.
-func (e *Evaluator) rule(t *trace.Trace) ([]Result, error) {
-	res, err := e.pol.Analyze(t.Events, nil)
+func (e *Evaluator) rule(ctx context.Context, t *trace.Trace) ([]Result, error) {
+	res, err := e.pol.AnalyzeContext(ctx, t.Events, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +243,7 @@ func (e *Evaluator) within(t *trace.Trace, tg target, a string) bool {
 }
 
 // code evaluates the expression, or the comparison with the reference.
-func (e *Evaluator) code(t *trace.Trace, tg target) (Result, error) {
+func (e *Evaluator) code(ctx context.Context, t *trace.Trace, tg target) (Result, error) {
 	if e.C.Compare != "" {
 		return e.compare(t, tg)
 	}
@@ -272,7 +281,7 @@ func (e *Evaluator) code(t *trace.Trace, tg target) (Result, error) {
 		params["answer"] = answerOf(t, tg)
 	}
 	// The expression reads only its names, never the event list itself.
-	res, err := e.expr.Analyze(nil, params)
+	res, err := e.expr.AnalyzeContext(ctx, nil, params)
 	if err != nil {
 		return Result{}, err
 	}

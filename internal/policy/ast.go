@@ -126,6 +126,8 @@ type (
 		X       Expr
 		Name    string
 		NameOff int
+		styp    string // its static type (checker.staticType), once typed
+		typed   bool
 	}
 
 	// KeyAccess is x[key].

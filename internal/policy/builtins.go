@@ -478,9 +478,10 @@ func builtinMatch(in *interp, n *CallExpr, a []value, kw []kwArg) value {
 	re := in.regexArg(n, a[0], "match")
 	for _, s := range in.matchSubjects(n, a[1], "match") {
 		in.steps += int64(len(s.s) / 16)
-		start, end, ok, err := re.match(s.s)
+		in.regexCost(re, s.s)
+		start, end, ok, err := re.match(in.ctx, s.s)
 		if err != nil {
-			in.fail(n.Off, ClassRegex, "match %q: %v", re.src, err)
+			in.regexFailed(n.Off, err, "match %q", re.src)
 		}
 		if ok {
 			if o, isLoc := s.p.(*origin); isLoc && o != nil {
@@ -497,10 +498,12 @@ func builtinFind(in *interp, n *CallExpr, a []value, kw []kwArg) value {
 	var out []value
 	for _, s := range in.matchSubjects(n, a[1], "find") {
 		in.steps += int64(len(s.s) / 16)
-		spans, texts, err := re.findAll(s.s, -1)
+		in.regexCost(re, s.s)
+		spans, texts, err := re.findAll(in.ctx, s.s, -1)
 		if err != nil {
-			in.fail(n.Off, ClassRegex, "find %q: %v", re.src, err)
+			in.regexFailed(n.Off, err, "find %q", re.src)
 		}
+		in.alloc(int64(len(spans)) * matchBytes)
 		o, isLoc := s.p.(*origin)
 		for i, sp := range spans {
 			if isLoc && o != nil {

@@ -91,9 +91,22 @@ type checker struct {
 	module map[string]*symbol
 	policy map[string]*symbol
 	quants []*bodyScope // enclosing quantifier scopes while resolving
+	// budget stops the check when the parse's context is done.
+	budget *parseBudget
+	// dropped is set once errorf drops a diagnostic (maxDiagnostics).
+	dropped bool
 }
 
+// maxDiagnostics bounds the problems one load reports (a compiler's "too
+// many errors"): a hostile policy could otherwise make the report, which
+// quotes the line of each, as large as the policy times its problems.
+const maxDiagnostics = 100
+
 func (c *checker) errorf(off int, class, format string, args ...any) {
+	if len(c.diags) >= maxDiagnostics {
+		c.dropped = true
+		return
+	}
 	c.diags = append(c.diags, Diagnostic{Pos: c.li.pos(off), Msg: fmt.Sprintf(format, args...), Class: class})
 }
 
@@ -272,7 +285,9 @@ func (c *checker) collect(bs *bodyScope, exprs []Expr) {
 					n.typ = t
 				} else {
 					// Point at the variable, as Invariant does, and keep going.
-					c.diags[len(c.diags)-1].Pos = c.li.pos(n.Off)
+					if !c.dropped {
+						c.diags[len(c.diags)-1].Pos = c.li.pos(n.Off)
+					}
 				}
 			case *Assign:
 				if prev := bs.names[n.Name]; prev != nil {
@@ -369,6 +384,7 @@ func (c *checker) decl(d *DeclStmt) {
 // expr resolves names below e. inPattern is set inside semantic patterns,
 // where wildcards and value references are allowed.
 func (c *checker) expr(e Expr, bs *bodyScope, inPattern bool) {
+	c.budget.tick()
 	switch n := e.(type) {
 	case *Ident:
 		sym, up := c.lookup(n.Name, bs)
@@ -686,9 +702,15 @@ func (c *checker) staticType(e Expr) string {
 	case *TypedIdent:
 		return n.Type
 	case *MemberAccess:
-		if info := eventTypes[c.staticType(n.X)]; info != nil {
-			return info.attrs[n.Name]
+		// Memoized: each access of a chain a.b.c... asks the type of the
+		// one below it, which without the memo took n²/2 steps.
+		if !n.typed {
+			if info := eventTypes[c.staticType(n.X)]; info != nil {
+				n.styp = info.attrs[n.Name]
+			}
+			n.typed = true
 		}
+		return n.styp
 	case *CallExpr:
 		if id, ok := n.Fn.(*Ident); ok && id.sym != nil && id.sym.kind == sBuiltin && id.sym.fn.fname == "tool_call" {
 			return "ToolCall"

@@ -111,7 +111,8 @@ func renderReport(name, src string, diags []Diagnostic) string {
 		if d.Line < 1 || d.Line > len(lines) {
 			continue
 		}
-		line := strings.TrimRight(lines[d.Line-1], "\r")
+		var line string
+		line, d.Col = clipLine(strings.TrimRight(lines[d.Line-1], "\r"), d.Col)
 		gutter := fmt.Sprintf("%4d | ", d.Line)
 		b.WriteString(gutter)
 		b.WriteString(line)
@@ -137,6 +138,29 @@ func renderReport(name, src string, diags []Diagnostic) string {
 		b.WriteString("^\n")
 	}
 	return b.String()
+}
+
+// clipLine shortens a line longer than maxReportLine code points to a
+// window around col, so that the report of a policy written on one huge
+// line stays small; it returns the window and col within it.
+func clipLine(line string, col int) (string, int) {
+	const maxReportLine, before = 160, 80
+	if utf8.RuneCountInString(line) <= maxReportLine {
+		return line, col
+	}
+	rs := []rune(line)
+	start := max(0, min(col-1-before, len(rs)-maxReportLine))
+	end := min(len(rs), start+maxReportLine)
+	out := string(rs[start:end])
+	col -= start
+	if start > 0 {
+		out = "..." + out
+		col += 3
+	}
+	if end < len(rs) {
+		out += "..."
+	}
+	return out, col
 }
 
 // RuntimeError is a failure while checking a trace: a policy that uses a

@@ -1,10 +1,10 @@
 package policy
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
-	"time"
 )
 
 // interp holds the state of one analysis: the trace, parameters, the step
@@ -17,7 +17,16 @@ type interp struct {
 	paramObj *paramsObj
 
 	steps, maxSteps int64
-	deadline        time.Time
+	// ctx is the check's context (its deadline is the time budget); done
+	// is ctx.Done(), polled by step (budget.go).
+	ctx  context.Context
+	done <-chan struct{}
+	// mem counts the bytes of values built, up to maxMem; violBytes those
+	// of the violations, up to MaxViolationBytes, and maxViol caps their
+	// number.
+	mem, maxMem int64
+	violBytes   int64
+	maxViol     int
 
 	marks []mark
 
@@ -80,8 +89,8 @@ func (in *interp) step() {
 	if in.steps > in.maxSteps {
 		in.fail(0, ClassBudget, "evaluation exceeded its budget of %d steps; the rule enumerates too many combinations: add conditions that narrow each variable (e.g. 'call is tool:name', a flow a -> b), or raise the limit", in.maxSteps)
 	}
-	if in.steps&timeCheckMask == 0 && !in.deadline.IsZero() && time.Now().After(in.deadline) {
-		in.fail(0, ClassBudget, "evaluation exceeded its time budget; the rule enumerates too many combinations: add conditions that narrow each variable, or raise the limit")
+	if in.steps&timeCheckMask == 0 {
+		in.checkDone()
 	}
 }
 
@@ -511,6 +520,7 @@ func (in *interp) markOccurrences(o *origin, hay, needle string) {
 			s, e = runeOffset(hay, start), runeOffset(hay, end)
 		}
 		in.marks = append(in.marks, mark{o: o, start: s, end: e})
+		in.step()
 		pos = end
 	}
 }
@@ -541,8 +551,10 @@ func (in *interp) arith(n *BinaryExpr, l, r value) value {
 	// sequences
 	switch {
 	case op == "+" && l.K == kStr && r.K == kStr:
+		in.alloc(int64(len(l.s) + len(r.s)))
 		return vStr(l.s + r.s)
 	case op == "+" && l.K == kList && r.K == kList:
+		in.alloc(valueBytes * int64(len(l.list().Items)+len(r.list().Items)))
 		items := append(append([]value(nil), l.list().Items...), r.list().Items...)
 		return vList(items)
 	case op == "*" && (l.K == kStr || l.K == kList) && (r.K == kInt || r.K == kBool):
@@ -634,6 +646,11 @@ func (in *interp) repeat(n *BinaryExpr, seq value, times int64) value {
 		in.fail(n.OpOff, ClassBudget, "repetition would build a value of %d elements", size*times)
 	}
 	in.steps += size * times / 64
+	if seq.K == kStr {
+		in.alloc(size * times)
+	} else {
+		in.alloc(valueBytes * size * times)
+	}
 	if seq.K == kStr {
 		return vStr(strings.Repeat(seq.s, int(times)))
 	}
@@ -730,6 +747,7 @@ func (in *interp) jsonObject(s string) (*dictVal, bool) {
 		return v.dict(), v.K == kDict
 	}
 	in.steps += int64(len(s) / 64)
+	in.alloc(jsonBytesFactor * int64(len(s)))
 	v, err := parseJSON([]byte(s), nil)
 	if err != nil {
 		v = none
@@ -838,6 +856,7 @@ func (in *interp) comprehension(n *ListComprehension, f *frame) value {
 		return vList(nil)
 	}
 	items := in.iterate(n.Iter.pos(), it)
+	in.alloc(valueBytes * int64(len(items)))
 	cf := newFrame(n.body.nslots, f)
 	out := make([]value, 0, len(items))
 	for _, x := range items {
@@ -870,6 +889,7 @@ func (in *interp) iterate(off int, v value) []value {
 		}
 		return out
 	case kStr:
+		in.alloc(valueBytes * int64(len(v.s)))
 		out := make([]value, 0, len(v.s))
 		for _, r := range v.s {
 			out = append(out, vStr(string(r)))

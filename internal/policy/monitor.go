@@ -53,7 +53,7 @@ func (m *Monitor) filter(r *Result, err error) (*Result, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := &Result{}
+	out := &Result{Truncated: r.Truncated, Steps: r.Steps}
 	for _, v := range r.Violations {
 		if m.seen[v.Key] {
 			continue

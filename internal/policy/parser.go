@@ -21,25 +21,49 @@ import (
 //	**
 //	x.name  x[key]  f(args)
 type parser struct {
-	src   string
-	toks  []token
-	i     int
-	depth int
+	src    string
+	toks   []token
+	i      int
+	depth  int
+	links  int          // chained operations in the current statement
+	budget *parseBudget // nil: no deadline
 }
 
 // maxNesting bounds how deeply expressions nest, so that hostile input
 // cannot exhaust the stack of the parser or the evaluator.
 const maxNesting = 200
 
+// maxChain bounds the chained operations (attributes, indexes, calls,
+// binary operators) of one statement: each is a level of the syntax tree,
+// which the checker and the evaluator walk recursively, so this bounds their
+// stacks as maxNesting does for parentheses.
+const maxChain = 50_000
+
+// link counts one chained operation of the current statement.
+func (p *parser) link(off int) {
+	p.links++
+	if p.links > maxChain {
+		p.fail(off, "statement too long: more than %d chained operations (attributes, indexes, calls, operators)", maxChain)
+	}
+	p.budget.tick()
+}
+
 type parseBailout struct{ err *syntaxError }
 
 // parsePolicy parses src into statements. It stops at the first syntax error.
 func parsePolicy(src string) (stmts []Stmt, err *syntaxError) {
+	return parsePolicyBudget(src, nil)
+}
+
+// parsePolicyBudget is parsePolicy stopped (by a parseStopped panic) when
+// b's context is done.
+func parsePolicyBudget(src string, b *parseBudget) (stmts []Stmt, err *syntaxError) {
 	toks, lerr := lex(src)
 	if lerr != nil {
 		return nil, lerr
 	}
-	p := &parser{src: src, toks: toks}
+	b.check()
+	p := &parser{src: src, toks: toks, budget: b}
 	defer func() {
 		if r := recover(); r != nil {
 			b, ok := r.(parseBailout)
@@ -62,6 +86,7 @@ func parsePolicy(src string) (stmts []Stmt, err *syntaxError) {
 			p.i++
 			continue
 		}
+		p.links = 0
 		stmts = append(stmts, p.statement())
 	}
 }
@@ -411,6 +436,7 @@ func (p *parser) or() Expr {
 	x := p.and()
 	for p.isName("or") {
 		op := p.next()
+		p.link(op.off)
 		y := p.and()
 		x = &BinaryExpr{Off: x.pos(), OpOff: op.off, Op: "or", L: x, R: y}
 	}
@@ -421,6 +447,7 @@ func (p *parser) and() Expr {
 	x := p.not()
 	for p.isName("and") {
 		op := p.next()
+		p.link(op.off)
 		y := p.not()
 		x = &BinaryExpr{Off: x.pos(), OpOff: op.off, Op: "and", L: x, R: y}
 	}
@@ -480,6 +507,7 @@ func (p *parser) comparison() Expr {
 		if !ok {
 			return x
 		}
+		p.link(off)
 		y := p.arith()
 		x = &BinaryExpr{Off: x.pos(), OpOff: off, Op: op, L: x, R: y}
 	}
@@ -489,6 +517,7 @@ func (p *parser) arith() Expr {
 	x := p.term()
 	for p.isOp("+") || p.isOp("-") {
 		op := p.next()
+		p.link(op.off)
 		y := p.term()
 		x = &BinaryExpr{Off: x.pos(), OpOff: op.off, Op: op.text, L: x, R: y}
 	}
@@ -499,6 +528,7 @@ func (p *parser) term() Expr {
 	x := p.unary()
 	for p.isOp("*") || p.isOp("/") || p.isOp("%") {
 		op := p.next()
+		p.link(op.off)
 		y := p.unary()
 		x = &BinaryExpr{Off: x.pos(), OpOff: op.off, Op: op.text, L: x, R: y}
 	}
@@ -545,13 +575,15 @@ func (p *parser) postfix() Expr {
 				p.fail(n.off, "expected an attribute name after '.', found %s", describe(n))
 			}
 			p.next()
+			p.link(n.off)
 			x = &MemberAccess{Off: x.pos(), X: x, Name: n.text, NameOff: n.off}
 		case p.isOp("["):
-			p.next()
+			p.link(p.next().off)
 			k := p.expr()
 			p.expectOp("]", "to close the index")
 			x = &KeyAccess{Off: x.pos(), X: x, Key: k}
 		case p.isOp("("):
+			p.link(p.peek().off)
 			x = p.call(x)
 		case p.isOp(":") && p.peekAt(1).kind == tIndent:
 			// a quantifier block: count(min=2): / forall:

@@ -65,9 +65,10 @@ func (m *constMatcher) match(in *interp, v value) bool {
 		if m.re == nil {
 			return false
 		}
-		_, _, ok, err := m.re.match(v.s)
+		in.regexCost(m.re, v.s)
+		_, _, ok, err := m.re.match(in.ctx, v.s)
 		if err != nil {
-			in.fail(0, ClassRegex, "pattern %q: %v", m.v.s, err)
+			in.regexFailed(0, err, "pattern %q", m.v.s)
 		}
 		return ok
 	case kInt:
@@ -226,9 +227,10 @@ func (in *interp) matchTool(v value, tr *ToolReference, sp *SemanticPattern) boo
 		return false
 	}
 	if tr.re != nil {
-		_, _, ok, err := tr.re.match(c.name)
+		in.regexCost(tr.re, c.name)
+		_, _, ok, err := tr.re.match(in.ctx, c.name)
 		if err != nil {
-			in.fail(tr.Off, ClassRegex, "tool name pattern %q: %v", tr.Name, err)
+			in.regexFailed(tr.Off, err, "tool name pattern %q", tr.Name)
 		}
 		if !ok {
 			return false

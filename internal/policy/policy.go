@@ -34,19 +34,28 @@ type rule struct {
 }
 
 // Limits bound the work of one analysis (one call of Analyze). A rule that
-// exceeds them fails with a RuntimeError of class BudgetExceeded.
+// exceeds them fails with a RuntimeError of class BudgetExceeded; past
+// Violations the result is truncated instead (budget.go).
 type Limits struct {
 	// Steps counts evaluation steps (expression evaluations, candidate
 	// values, characters scanned by regular expressions in units of 16).
 	Steps int64
-	// Time is a wall-clock limit; zero means none.
+	// Time is a wall-clock limit for the whole analysis, regular
+	// expression matching included; zero means none (the context's
+	// deadline still applies).
 	Time time.Duration
+	// Memory bounds the bytes of the values the analysis builds; zero
+	// means DefaultLimits.Memory.
+	Memory int64
+	// Violations caps the violations returned; past it the result is
+	// Truncated. Zero means DefaultLimits.Violations.
+	Violations int
 }
 
 // DefaultLimits allow far more work than any reasonable rule needs on large
 // traces (Invariant itself stops at 100 candidate combinations), while
 // stopping runaway rules within seconds.
-var DefaultLimits = Limits{Steps: 100_000_000, Time: 60 * time.Second}
+var DefaultLimits = Limits{Steps: 100_000_000, Time: 60 * time.Second, Memory: 1 << 30, Violations: 1000}
 
 // Parse parses and checks a policy. On failure the error is a *LoadError
 // listing every problem with its line and column.
@@ -55,13 +64,31 @@ func Parse(src string) (*Policy, error) { return ParseFile("", src) }
 // ParseFile is Parse for a policy read from a file; name appears in error
 // messages ("rules.iv:3:7: ...").
 func ParseFile(name, src string) (*Policy, error) {
-	p := &Policy{name: name, src: src, li: newLineIndex(src), limits: DefaultLimits}
-	stmts, serr := parsePolicy(src)
+	return ParseContext(context.Background(), name, src)
+}
+
+// ParseContext is ParseFile stopped when ctx is done: loading then fails
+// with a *LoadError whose one diagnostic has class BudgetExceeded. Loading
+// takes time linear in the policy's size.
+func ParseContext(ctx context.Context, name, src string) (p *Policy, err error) {
+	p = &Policy{name: name, src: src, li: newLineIndex(src), limits: DefaultLimits}
+	b := &parseBudget{ctx: ctx, done: ctx.Done()}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(parseStopped); !ok {
+				panic(r)
+			}
+			p, err = nil, &LoadError{Name: name, src: src, Diagnostics: []Diagnostic{{
+				Msg: stopError(ctx, "loading the policy").Msg, Class: ClassBudget}}}
+		}
+	}()
+	b.check()
+	stmts, serr := parsePolicyBudget(src, b)
 	if serr != nil {
 		return nil, &LoadError{Name: name, src: src, Diagnostics: []Diagnostic{{Pos: p.li.pos(serr.off), Msg: serr.msg, Class: ClassSyntax}}}
 	}
 	p.stmts = stmts
-	c := &checker{src: src, li: p.li}
+	c := &checker{src: src, li: p.li, budget: b}
 	c.check(p, stmts)
 	if len(c.diags) > 0 {
 		sort.SliceStable(c.diags, func(i, j int) bool {
@@ -207,6 +234,9 @@ func (v *Violation) MarshalJSON() ([]byte, error) { return json.Marshal(v.ToDict
 // Result is the outcome of an analysis.
 type Result struct {
 	Violations []*Violation
+	// Truncated is set when the analysis stopped at its cap of violations
+	// (Limits.Violations, MaxViolationBytes): there are more than these.
+	Truncated bool
 	// Steps is the work the analysis took, in the unit of Limits.Steps.
 	Steps int64
 }
@@ -218,7 +248,11 @@ func (r *Result) ToDict() map[string]any {
 	for i, v := range r.Violations {
 		errs[i] = v.ToDict()
 	}
-	return map[string]any{"errors": errs}
+	d := map[string]any{"errors": errs}
+	if r.Truncated {
+		d["truncated"] = true
+	}
+	return d
 }
 
 // Analyze checks a trace (a list of events) and returns every violation.
@@ -226,47 +260,44 @@ func (r *Result) ToDict() map[string]any {
 // encoding/json produces them. A failure of the evaluation itself is a
 // *RuntimeError.
 func (p *Policy) Analyze(events []trace.Event, params map[string]any) (*Result, error) {
-	return p.analyze(events, len(events), params)
+	return p.analyze(context.Background(), events, len(events), params)
 }
 
 // AnalyzePending checks past+pending as one trace and returns only the
 // violations whose assignment involves at least one pending event, as a
 // guardrail checking the next step of an agent does.
 func (p *Policy) AnalyzePending(past, pending []trace.Event, params map[string]any) (*Result, error) {
-	all := make([]trace.Event, 0, len(past)+len(pending))
-	all = append(append(all, past...), pending...)
-	return p.analyze(all, len(past), params)
+	return p.AnalyzePendingContext(context.Background(), past, pending, params)
 }
 
 // AnalyzeContext is Analyze stopped when ctx is done: a cancelled or
-// expired context ends the check with a BudgetExceeded RuntimeError.
+// expired context ends the check, within milliseconds, with a
+// BudgetExceeded RuntimeError. The check's time budget (Limits.Time) runs
+// from the call; the sooner of it and ctx's deadline applies.
 func (p *Policy) AnalyzeContext(ctx context.Context, events []trace.Event, params map[string]any) (*Result, error) {
-	return p.analyzeContext(ctx, events, len(events), params)
+	return p.analyze(ctx, events, len(events), params)
 }
 
 // AnalyzePendingContext is AnalyzePending stopped when ctx is done.
 func (p *Policy) AnalyzePendingContext(ctx context.Context, past, pending []trace.Event, params map[string]any) (*Result, error) {
 	all := make([]trace.Event, 0, len(past)+len(pending))
 	all = append(append(all, past...), pending...)
-	return p.analyzeContext(ctx, all, len(past), params)
+	return p.analyze(ctx, all, len(past), params)
 }
 
-// analyzeContext does not watch ctx yet beyond its start (guardrails-2,
-// cost bounds, makes the evaluator and the regex engines watch it).
-func (p *Policy) analyzeContext(ctx context.Context, events []trace.Event, firstPending int, params map[string]any) (*Result, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, &RuntimeError{Class: ClassBudget, Rule: -1, Msg: "check stopped: " + err.Error()}
-	}
-	return p.analyze(events, firstPending, params)
-}
-
-func (p *Policy) analyze(events []trace.Event, firstPending int, params map[string]any) (res *Result, err error) {
+func (p *Policy) analyze(ctx context.Context, events []trace.Event, firstPending int, params map[string]any) (res *Result, err error) {
+	ctx, cancel := WithTimeBudget(ctx, p.limits.Time)
+	defer cancel()
 	in := &interp{
 		p:          p,
 		st:         newTraceState(events),
 		params:     params,
 		paramObj:   &paramsObj{vals: map[string]value{}},
 		maxSteps:   p.limits.Steps,
+		maxMem:     p.limits.Memory,
+		maxViol:    p.limits.Violations,
+		ctx:        ctx,
+		done:       ctx.Done(),
 		consts:     make([]value, len(p.consts)),
 		constState: make([]uint8, len(p.consts)),
 		rule:       -1,
@@ -274,8 +305,11 @@ func (p *Policy) analyze(events []trace.Event, firstPending int, params map[stri
 	if in.maxSteps <= 0 {
 		in.maxSteps = DefaultLimits.Steps
 	}
-	if p.limits.Time > 0 {
-		in.deadline = time.Now().Add(p.limits.Time)
+	if in.maxMem <= 0 {
+		in.maxMem = DefaultLimits.Memory
+	}
+	if in.maxViol <= 0 {
+		in.maxViol = DefaultLimits.Violations
 	}
 	in.st.pending = firstPending
 	defer func() {
@@ -289,10 +323,14 @@ func (p *Policy) analyze(events []trace.Event, firstPending int, params map[stri
 				Msg: fmt.Sprintf("internal error: %v\n%s", r, debug.Stack())}
 		}
 	}()
+	in.checkDone()
 	res = &Result{}
 	for _, r := range p.rules {
 		in.rule = r.idx
 		in.runRule(r, res)
+		if res.Truncated {
+			break
+		}
 	}
 	res.Steps = in.steps
 	return res, nil
@@ -308,7 +346,15 @@ func (in *interp) runRule(r *rule, res *Result) {
 			if !in.involvesPending(r, f) {
 				return true
 			}
-			res.Violations = append(res.Violations, in.violation(r, f, marks))
+			if len(res.Violations) >= in.maxViol || in.violBytes >= MaxViolationBytes {
+				res.Truncated = true
+				return false
+			}
+			v := in.violation(r, f, marks)
+			n := v.size()
+			in.violBytes += n
+			in.alloc(n)
+			res.Violations = append(res.Violations, v)
 			return true
 		},
 	}

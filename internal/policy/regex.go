@@ -1,15 +1,15 @@
 package policy
 
 import (
+	"context"
 	"errors"
 	"regexp"
 	"regexp/syntax"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
-	"github.com/dlclark/regexp2"
+	"github.com/lookout-dev/lookout/internal/policy/internal/regexp2"
 )
 
 // Regular expressions follow Python's re module, as in Invariant. A pattern
@@ -18,9 +18,11 @@ import (
 // regexp2, a backtracking engine that supports lookaround, backreferences
 // and \b. Offsets reported to policies are code points.
 
-// regexTimeout bounds one match with the backtracking engine, so that a
-// catastrophic pattern becomes an error instead of a hang.
-const regexTimeout = 2 * time.Second
+// The backtracking engine runs under the analysis's context: its timeout
+// is what is left of the check's time budget, and a cancelled check stops
+// it mid-match (internal/regexp2 is regexp2 patched for that), so a
+// catastrophic pattern ends with the check's budget instead of hanging.
+// The Go engine needs no such bound: it runs in time linear in the subject.
 
 type pyRegexp struct {
 	src string
@@ -108,7 +110,6 @@ func (r *pyRegexp) compileBacktracking() {
 			r.btErr = cleanRegexError(err)
 			return
 		}
-		bt.MatchTimeout, an.MatchTimeout = regexTimeout, regexTimeout
 		r.bt, r.btAnchored = bt, an
 	})
 }
@@ -123,9 +124,21 @@ func (r *pyRegexp) useGo(s string) bool {
 	return r.re != nil && !(r.dollar && strings.HasSuffix(s, "\n"))
 }
 
+// errRegexStopped tells, wrapped in the error of match or findAll, that
+// the backtracking engine stopped because ctx was done.
+var errRegexStopped = errors.New("stopped by the check's budget")
+
+func regexError(err error) error {
+	if errors.Is(err, regexp2.ErrCanceled) || errors.Is(err, regexp2.ErrMatchTimeout) {
+		return errRegexStopped
+	}
+	return err
+}
+
 // match is Python's re.match: a match starting at the beginning of s. It
-// returns the code point span.
-func (r *pyRegexp) match(s string) (start, end int, ok bool, err error) {
+// returns the code point span. The backtracking engine stops when ctx is
+// done (errRegexStopped).
+func (r *pyRegexp) match(ctx context.Context, s string) (start, end int, ok bool, err error) {
 	if r.lit != "" && !strings.Contains(s, r.lit) {
 		return 0, 0, false, nil
 	}
@@ -140,9 +153,9 @@ func (r *pyRegexp) match(s string) (start, end int, ok bool, err error) {
 	if r.btErr != nil {
 		return 0, 0, false, r.btErr
 	}
-	m, err := r.btAnchored.FindStringMatch(s)
+	m, err := r.btAnchored.FindStringMatchContext(ctx, s)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, false, regexError(err)
 	}
 	if m == nil {
 		return 0, 0, false, nil
@@ -152,7 +165,7 @@ func (r *pyRegexp) match(s string) (start, end int, ok bool, err error) {
 
 // findAll is Python's re.finditer: non-overlapping matches as code point
 // spans and their text.
-func (r *pyRegexp) findAll(s string, limit int) (spans [][2]int, texts []string, err error) {
+func (r *pyRegexp) findAll(ctx context.Context, s string, limit int) (spans [][2]int, texts []string, err error) {
 	if r.lit != "" && !strings.Contains(s, r.lit) {
 		return nil, nil, nil
 	}
@@ -173,16 +186,16 @@ func (r *pyRegexp) findAll(s string, limit int) (spans [][2]int, texts []string,
 	if r.btErr != nil {
 		return nil, nil, r.btErr
 	}
-	m, err := r.bt.FindStringMatch(s)
+	m, err := r.bt.FindStringMatchContext(ctx, s)
 	for m != nil && err == nil {
 		spans = append(spans, [2]int{m.Index, m.Index + m.Length})
 		texts = append(texts, m.String())
 		if limit >= 0 && len(spans) >= limit {
 			break
 		}
-		m, err = r.bt.FindNextMatch(m)
+		m, err = r.bt.FindNextMatchContext(ctx, m)
 	}
-	return spans, texts, err
+	return spans, texts, regexError(err)
 }
 
 func isASCII(s string) bool {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
+	"github.com/lookout-dev/lookout/internal/policy"
 	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 )
@@ -109,6 +110,9 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusConflict, codeConflict, "%s", err.Error())
 	case errors.Is(err, store.ErrInvalid):
 		return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s", err.Error())
+	case errors.Is(err, policy.ErrBusy):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, RetryAfter: 1,
+			Message: "too many policy checks are running; retry in a moment"}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errorf(http.StatusServiceUnavailable, codeUnavailable, "request cancelled: %s", err.Error())
 	}

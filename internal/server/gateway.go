@@ -467,7 +467,9 @@ func (s *Server) parseCached(name, src string) (*policy.Policy, error) {
 	if ok {
 		return pol, nil
 	}
-	pol, err := parsePolicy(name, src)
+	ctx, cancel := policy.WithTimeBudget(context.Background(), checkLimits.Time)
+	defer cancel()
+	pol, err := parsePolicy(ctx, name, src)
 	if err != nil {
 		return nil, err
 	}

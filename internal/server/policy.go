@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,11 +29,15 @@ import (
 // code "invalid" and details {line, col, class, diagnostics, report}; a
 // policy that fails on a trace (a missing parameter, a detector this build
 // lacks, a runaway rule stopped by the budget) is 422 with details {class,
-// line, col}. Every check runs under checkLimits.
+// line, col}. Every check runs under checkLimits, with one deadline for
+// loading the policy and checking the trace, and stops when the client goes
+// away; at most Server.checks run at once (503 with Retry-After past its
+// queue). A result cut at the violation cap says "truncated": true.
 
-// checkLimits bound each analysis the server runs (one trace), so that a
-// runaway rule ends with a BudgetExceeded error instead of holding a core.
-var checkLimits = policy.Limits{Steps: 50_000_000, Time: 10 * time.Second}
+// checkLimits bound each check the server runs (one trace), so that a
+// runaway rule ends with a BudgetExceeded error instead of holding a core
+// or the memory.
+var checkLimits = policy.Limits{Steps: 50_000_000, Time: 10 * time.Second, Memory: 256 << 20, Violations: 1000}
 
 // analyzerSource is the source of the annotations a dataset-wide check
 // stores; policyIDKey is the member of their extra naming the policy, which
@@ -63,15 +68,41 @@ type diagnosticJSON struct {
 	Message string `json:"message"`
 }
 
-// parsePolicy parses and checks a policy; a policy that does not load is a
-// 422 naming the first problem's line and column.
-func parsePolicy(name, src string) (*policy.Policy, error) {
-	p, err := policy.ParseFile(name, src)
+// parsePolicy parses and checks a policy, stopped when ctx is done; a
+// policy that does not load is a 422 naming the first problem's line and
+// column. A policy that is only saved is loaded under a time budget of its
+// own.
+func parsePolicy(ctx context.Context, name, src string) (*policy.Policy, error) {
+	p, err := policy.ParseContext(ctx, name, src)
 	if err != nil {
 		return nil, policyError(err)
 	}
 	p.SetLimits(checkLimits)
 	return p, nil
+}
+
+// savePolicyCheck loads a policy that is being saved, under one check's
+// time budget and a slot of the check limiter.
+func (s *Server) savePolicyCheck(r *http.Request, name, src string) error {
+	release, err := s.checks.Acquire(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, cancel := policy.WithTimeBudget(r.Context(), checkLimits.Time)
+	defer cancel()
+	_, err = parsePolicy(ctx, name, src)
+	return err
+}
+
+// resultJSON is a check's answer: Invariant's {"errors": [...]}, with
+// "truncated": true when the violations were cut at the cap.
+func resultJSON(res *policy.Result) map[string]any {
+	out := map[string]any{"errors": violationsJSON(res.Violations)}
+	if res.Truncated {
+		out["truncated"] = true
+	}
+	return out
 }
 
 // policyError turns an error of the policy package into an API error: load
@@ -166,15 +197,27 @@ func (s *Server) checkPolicy(w http.ResponseWriter, r *http.Request, p *principa
 	if !hasMessages {
 		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "messages": the trace, a list of events`))
 	}
-	pol, err := parsePolicy("policy", src)
+	release, err := s.checks.Acquire(r.Context())
 	if err != nil {
 		return err
 	}
-	res, err := pol.Analyze(events, params)
+	defer release()
+	// One deadline for loading the policy and checking the trace, ended
+	// early when the client goes away.
+	ctx, cancel := policy.WithTimeBudget(r.Context(), checkLimits.Time)
+	defer cancel()
+	pol, err := parsePolicy(ctx, "policy", src)
+	if err != nil {
+		return err
+	}
+	res, err := pol.AnalyzeContext(ctx, events, params)
+	if testHookCheckDone != nil {
+		testHookCheckDone(err)
+	}
 	if err != nil {
 		return policyError(err)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"errors": violationsJSON(res.Violations)})
+	writeJSON(w, http.StatusOK, resultJSON(res))
 	return nil
 }
 
@@ -229,17 +272,29 @@ func (s *Server) checkPolicyBatch(w http.ResponseWriter, r *http.Request, p *pri
 	if !hasMessages {
 		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "messages": the trace, a list of events`))
 	}
+	release, err := s.checks.Acquire(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
 	results := make([]map[string]any, len(sources))
 	for i, src := range sources {
-		pol, err := parsePolicy(fmt.Sprintf("policies[%d]", i), src)
+		// Each policy is one check: one deadline for loading and checking.
+		ctx, cancel := policy.WithTimeBudget(r.Context(), checkLimits.Time)
+		pol, err := parsePolicy(ctx, fmt.Sprintf("policies[%d]", i), src)
 		if err == nil {
 			var res *policy.Result
-			res, err = pol.AnalyzeContext(r.Context(), events, params)
+			res, err = pol.AnalyzeContext(ctx, events, params)
 			if err == nil {
-				results[i] = map[string]any{"errors": violationsJSON(res.Violations)}
+				cancel()
+				results[i] = resultJSON(res)
 				continue
 			}
 			err = policyError(err)
+		}
+		cancel()
+		if r.Context().Err() != nil {
+			return r.Context().Err() // the client went away
 		}
 		ae := toAPIError(err)
 		if ae.Status >= 500 {
@@ -270,7 +325,14 @@ func (s *Server) loadPolicy(w http.ResponseWriter, r *http.Request, p *principal
 	if !has {
 		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "policy": the policy text`))
 	}
-	pol, err := parsePolicy("policy", src)
+	release, err := s.checks.Acquire(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, cancel := policy.WithTimeBudget(r.Context(), checkLimits.Time)
+	defer cancel()
+	pol, err := parsePolicy(ctx, "policy", src)
 	if err != nil {
 		return err
 	}
@@ -342,7 +404,7 @@ func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request, p *princip
 	if !hasSource {
 		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "source": the policy text`))
 	}
-	if _, err := parsePolicy(pol.Name, pol.Source); err != nil {
+	if err := s.savePolicyCheck(r, pol.Name, pol.Source); err != nil {
 		return err
 	}
 	existing, err := s.st.ListPolicies(r.Context(), d.ID)
@@ -382,7 +444,7 @@ func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request, p *princip
 	if err := validName("policy name", pol.Name); err != nil {
 		return err
 	}
-	if _, err := parsePolicy(pol.Name, pol.Source); err != nil {
+	if err := s.savePolicyCheck(r, pol.Name, pol.Source); err != nil {
 		return err
 	}
 	saved, err := s.st.SavePolicy(r.Context(), pol)
@@ -423,7 +485,9 @@ type checkResult struct {
 	TraceID string           `json:"trace_id"`
 	Status  string           `json:"status"` // passed, failed (violations), error
 	Errors  []map[string]any `json:"errors"`
-	Error   *checkFailure    `json:"error,omitempty"`
+	// Truncated: the violations were cut at the cap (checkLimits).
+	Truncated bool          `json:"truncated,omitempty"`
+	Error     *checkFailure `json:"error,omitempty"`
 }
 
 type checkFailure struct {
@@ -478,11 +542,20 @@ func (s *Server) checkDataset(w http.ResponseWriter, r *http.Request, p *princip
 			return err
 		}
 	}
-	pol, err := parsePolicy(saved.Name, saved.Source)
+	// The first slot is taken before the stream starts, so that a busy
+	// server can still answer 503; later traces wait for theirs.
+	release, err := s.checks.Acquire(r.Context())
 	if err != nil {
 		return err
 	}
+	defer func() { release() }()
 	ctx := r.Context()
+	loadCtx, cancel := policy.WithTimeBudget(ctx, checkLimits.Time)
+	pol, err := parsePolicy(loadCtx, saved.Name, saved.Source)
+	cancel()
+	if err != nil {
+		return err
+	}
 	var traces []store.TraceSummary
 	for cursor := ""; ; {
 		page, next, err := s.st.ListTraces(ctx, d.ID, store.Page{Cursor: cursor, Limit: 1000})
@@ -507,9 +580,18 @@ func (s *Server) checkDataset(w http.ResponseWriter, r *http.Request, p *princip
 	}
 	send("", map[string]any{"metadata": map[string]any{"num_traces": len(traces), "policy": map[string]string{"id": saved.ID, "name": saved.Name}}})
 	sum := checkSummary{NumTraces: len(traces)}
-	for _, ts := range traces {
+	for i, ts := range traces {
 		if err := ctx.Err(); err != nil {
 			return nil // the client went away
+		}
+		if i > 0 {
+			// Between traces the slot goes back, so that a long dataset
+			// check shares the cores with other requests.
+			release()
+			if release, err = s.checks.Wait(ctx); err != nil {
+				release = func() {}
+				return nil // the client went away
+			}
 		}
 		res := checkResult{Index: ts.Index, TraceID: ts.ID, Errors: []map[string]any{}}
 		st, err := s.st.Trace(ctx, ts.ID)
@@ -519,7 +601,10 @@ func (s *Server) checkDataset(w http.ResponseWriter, r *http.Request, p *princip
 		if err != nil {
 			return fail(err)
 		}
-		out, err := pol.Analyze(st.Trace.Events, params)
+		out, err := pol.AnalyzeContext(ctx, st.Trace.Events, params)
+		if ctx.Err() != nil {
+			return nil // the client went away
+		}
 		sum.Checked++
 		if err != nil {
 			ae := toAPIError(policyError(err))
@@ -536,6 +621,7 @@ func (s *Server) checkDataset(w http.ResponseWriter, r *http.Request, p *princip
 			return fail(fmt.Errorf("store the results of policy %s on trace %s: %w", saved.ID, ts.ID, err))
 		}
 		res.Errors = violationsJSON(out.Violations)
+		res.Truncated = out.Truncated
 		res.Status = "passed"
 		if len(out.Violations) > 0 {
 			res.Status = "failed"
@@ -549,6 +635,10 @@ func (s *Server) checkDataset(w http.ResponseWriter, r *http.Request, p *princip
 	send("done", sum)
 	return nil
 }
+
+// testHookCheckDone, when set by a test, is called as each request's check
+// of POST /api/v1/policy/check returns, with its error.
+var testHookCheckDone func(error)
 
 // analyzerAnnotations are the annotations of a trace's violations: one per
 // range. A violation without ranges (a rule that binds nothing in the trace)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/lookout-dev/lookout/internal/eval"
+	"github.com/lookout-dev/lookout/internal/policy"
 	"github.com/lookout-dev/lookout/internal/store"
 )
 
@@ -40,6 +42,9 @@ type Config struct {
 	SpanBacklog             int64
 	// Gateway configures the LLM gateway (gateway.go).
 	Gateway GatewayConfig
+	// Checks bounds the policy checks run at once (policy.go); nil: one
+	// per core (GOMAXPROCS), a queue of 4 per core waiting up to 2s.
+	Checks *policy.Limiter
 }
 
 // Server serves the API. It is an http.Handler.
@@ -62,12 +67,17 @@ type Server struct {
 	llm             *eval.LLM
 	evalConcurrency int
 	runs            *runManager
+	checks          *policy.Limiter
 }
 
 // New returns a server over cfg.Store.
 func New(cfg Config) *Server {
 	s := &Server{st: cfg.Store, log: cfg.Logger, maxBody: cfg.MaxBody, sessionTTL: cfg.SessionTTL,
-		llm: cfg.LLM, evalConcurrency: cfg.EvalConcurrency, runs: newRunManager()}
+		llm: cfg.LLM, evalConcurrency: cfg.EvalConcurrency, runs: newRunManager(), checks: cfg.Checks}
+	if s.checks == nil {
+		n := runtime.GOMAXPROCS(0)
+		s.checks = policy.NewLimiter(n, 4*n, 2*time.Second)
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
