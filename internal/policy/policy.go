@@ -67,6 +67,10 @@ func ParseFile(name, src string) (*Policy, error) {
 	return ParseContext(context.Background(), name, src)
 }
 
+// MaxPolicySize bounds the source of a policy (Invariant's are a few KB):
+// its tokens are read at once, before the deadline is first checked.
+const MaxPolicySize = 1 << 20
+
 // ParseContext is ParseFile stopped when ctx is done: loading then fails
 // with a *LoadError whose one diagnostic has class BudgetExceeded. Loading
 // takes time linear in the policy's size.
@@ -83,6 +87,10 @@ func ParseContext(ctx context.Context, name, src string) (p *Policy, err error) 
 		}
 	}()
 	b.check()
+	if len(src) > MaxPolicySize {
+		return nil, &LoadError{Name: name, src: src[:0], Diagnostics: []Diagnostic{{Pos: Pos{Line: 1, Col: 1}, Class: ClassBudget,
+			Msg: fmt.Sprintf("the policy is %d bytes; at most %d are loaded", len(src), MaxPolicySize)}}}
+	}
 	stmts, serr := parsePolicyBudget(src, b)
 	if serr != nil {
 		return nil, &LoadError{Name: name, src: src, Diagnostics: []Diagnostic{{Pos: p.li.pos(serr.off), Msg: serr.msg, Class: ClassSyntax}}}
