@@ -64,21 +64,53 @@ func stopError(ctx context.Context, what string) *RuntimeError {
 	return &RuntimeError{Class: ClassBudget, Rule: -1, Msg: msg}
 }
 
-// checkDone ends the analysis when its context is done. It costs a
-// non-blocking channel receive, so step calls it only every few thousand
-// steps; long operations call it before they start.
+// checkDeadline is the deadline of a check starting now with the time
+// budget d, or zero when there is none or ctx's own deadline comes first
+// (ctx's Done channel then ends the check, with ctx's cause).
+func checkDeadline(ctx context.Context, d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	t := time.Now().Add(d)
+	if cd, ok := ctx.Deadline(); ok && !cd.After(t) {
+		return time.Time{}
+	}
+	return t
+}
+
+const tooMuchWork = "; the rule does too much work: add conditions that narrow each variable, or raise the limit"
+
+// checkDone ends the analysis when its context is done or its deadline
+// passed. It costs a channel poll and a clock read, so step calls it only
+// every few thousand steps; long operations call it before they start.
 func (in *interp) checkDone() {
 	select {
 	case <-in.done:
 		e := stopError(in.ctx, "evaluation")
 		var bc budgetCause
 		if errors.As(context.Cause(in.ctx), &bc) {
-			e.Msg += "; the rule does too much work: add conditions that narrow each variable, or raise the limit"
+			e.Msg += tooMuchWork
 		}
 		e.Rule = in.rule
 		panic(evalPanic{e})
 	default:
 	}
+	if !in.deadline.IsZero() && time.Now().After(in.deadline) {
+		in.fail(0, ClassBudget, "evaluation exceeded its time budget of %v%s", in.p.limits.Time, tooMuchWork)
+	}
+}
+
+// regexContext is the context of a backtracking search: the caller's,
+// bounded by the check's own deadline if any. It is made on the first search of an
+// analysis (most never need one) and cancelled when the analysis ends.
+func (in *interp) regexContext() context.Context {
+	if in.regexCtx == nil {
+		in.regexCtx, in.regexCancel = in.ctx, func() {}
+		if !in.deadline.IsZero() {
+			in.regexCtx, in.regexCancel = context.WithDeadline(in.ctx, in.deadline)
+		}
+	}
+	return in.regexCtx
 }
 
 // alloc charges n bytes of values the analysis builds to its memory budget.

@@ -479,7 +479,7 @@ func builtinMatch(in *interp, n *CallExpr, a []value, kw []kwArg) value {
 	for _, s := range in.matchSubjects(n, a[1], "match") {
 		in.steps += int64(len(s.s) / 16)
 		in.regexCost(re, s.s)
-		start, end, ok, err := re.match(in.ctx, s.s)
+		start, end, ok, err := re.match(in.regexContext, s.s)
 		if err != nil {
 			in.regexFailed(n.Off, err, "match %q", re.src)
 		}
@@ -499,7 +499,7 @@ func builtinFind(in *interp, n *CallExpr, a []value, kw []kwArg) value {
 	for _, s := range in.matchSubjects(n, a[1], "find") {
 		in.steps += int64(len(s.s) / 16)
 		in.regexCost(re, s.s)
-		spans, texts, err := re.findAll(in.ctx, s.s, -1)
+		spans, texts, err := re.findAll(in.regexContext, s.s, -1)
 		if err != nil {
 			in.regexFailed(n.Off, err, "find %q", re.src)
 		}

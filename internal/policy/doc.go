@@ -74,13 +74,18 @@
 // # API
 //
 //	p, err := policy.Parse(src)                    // *LoadError with positions on failure
+//	p, err := policy.ParseContext(ctx, name, src)  // stopped when ctx is done
 //	res, err := p.Analyze(events, params)          // *RuntimeError on failure
 //	res, err := p.AnalyzePending(past, pending, params)
+//	res, err := p.AnalyzePendingContext(ctx, past, pending, params) // stopped with ctx
+//	res.Truncated                                  // more violations than Limits.Violations
 //	m := policy.NewMonitor(p, params)              // reports each violation once
 //	res, err := m.Analyze(events)
 //	for _, v := range res.Violations { v.Message(); v.Ranges; v.ToDict() }
 //
 // A Policy is safe for concurrent use. Each analysis is bounded by Limits
-// (steps and time); exceeding them is a RuntimeError of class
-// BudgetExceeded instead of a hang.
+// (steps, one deadline, memory) and by its context; exceeding them is a
+// RuntimeError of class BudgetExceeded instead of a hang, and past
+// Limits.Violations the result is truncated (budget.go). A Limiter bounds
+// how many checks run at once.
 package policy

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 )
 
 // interp holds the state of one analysis: the trace, parameters, the step
@@ -17,10 +18,14 @@ type interp struct {
 	paramObj *paramsObj
 
 	steps, maxSteps int64
-	// ctx is the check's context (its deadline is the time budget); done
-	// is ctx.Done(), polled by step (budget.go).
-	ctx  context.Context
-	done <-chan struct{}
+	// ctx is the caller's context and done its Done channel; deadline is
+	// the sooner of ctx's deadline and the time budget's. step polls both
+	// (budget.go); regexCtx carries them to the backtracking engine.
+	ctx         context.Context
+	done        <-chan struct{}
+	deadline    time.Time
+	regexCtx    context.Context
+	regexCancel context.CancelFunc
 	// mem counts the bytes of values built, up to maxMem; violBytes those
 	// of the violations, up to MaxViolationBytes, and maxViol caps their
 	// number.

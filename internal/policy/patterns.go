@@ -66,7 +66,7 @@ func (m *constMatcher) match(in *interp, v value) bool {
 			return false
 		}
 		in.regexCost(m.re, v.s)
-		_, _, ok, err := m.re.match(in.ctx, v.s)
+		_, _, ok, err := m.re.match(in.regexContext, v.s)
 		if err != nil {
 			in.regexFailed(0, err, "pattern %q", m.v.s)
 		}
@@ -228,7 +228,7 @@ func (in *interp) matchTool(v value, tr *ToolReference, sp *SemanticPattern) boo
 	}
 	if tr.re != nil {
 		in.regexCost(tr.re, c.name)
-		_, _, ok, err := tr.re.match(in.ctx, c.name)
+		_, _, ok, err := tr.re.match(in.regexContext, c.name)
 		if err != nil {
 			in.regexFailed(tr.Off, err, "tool name pattern %q", tr.Name)
 		}

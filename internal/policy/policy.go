@@ -294,8 +294,6 @@ func (p *Policy) AnalyzePendingContext(ctx context.Context, past, pending []trac
 }
 
 func (p *Policy) analyze(ctx context.Context, events []trace.Event, firstPending int, params map[string]any) (res *Result, err error) {
-	ctx, cancel := WithTimeBudget(ctx, p.limits.Time)
-	defer cancel()
 	in := &interp{
 		p:          p,
 		st:         newTraceState(events),
@@ -306,6 +304,7 @@ func (p *Policy) analyze(ctx context.Context, events []trace.Event, firstPending
 		maxViol:    p.limits.Violations,
 		ctx:        ctx,
 		done:       ctx.Done(),
+		deadline:   checkDeadline(ctx, p.limits.Time),
 		consts:     make([]value, len(p.consts)),
 		constState: make([]uint8, len(p.consts)),
 		rule:       -1,
@@ -321,6 +320,10 @@ func (p *Policy) analyze(ctx context.Context, events []trace.Event, firstPending
 	}
 	in.st.pending = firstPending
 	defer func() {
+		if in.regexCancel != nil {
+			in.regexCancel()
+		}
+
 		if r := recover(); r != nil {
 			if ep, ok := r.(evalPanic); ok {
 				ep.err.Name = p.name

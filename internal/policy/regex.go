@@ -136,9 +136,10 @@ func regexError(err error) error {
 }
 
 // match is Python's re.match: a match starting at the beginning of s. It
-// returns the code point span. The backtracking engine stops when ctx is
-// done (errRegexStopped).
-func (r *pyRegexp) match(ctx context.Context, s string) (start, end int, ok bool, err error) {
+// returns the code point span. The backtracking engine stops when the
+// context ctx returns (called only if that engine runs) is done
+// (errRegexStopped).
+func (r *pyRegexp) match(ctx func() context.Context, s string) (start, end int, ok bool, err error) {
 	if r.lit != "" && !strings.Contains(s, r.lit) {
 		return 0, 0, false, nil
 	}
@@ -153,7 +154,7 @@ func (r *pyRegexp) match(ctx context.Context, s string) (start, end int, ok bool
 	if r.btErr != nil {
 		return 0, 0, false, r.btErr
 	}
-	m, err := r.btAnchored.FindStringMatchContext(ctx, s)
+	m, err := r.btAnchored.FindStringMatchContext(ctx(), s)
 	if err != nil {
 		return 0, 0, false, regexError(err)
 	}
@@ -165,7 +166,7 @@ func (r *pyRegexp) match(ctx context.Context, s string) (start, end int, ok bool
 
 // findAll is Python's re.finditer: non-overlapping matches as code point
 // spans and their text.
-func (r *pyRegexp) findAll(ctx context.Context, s string, limit int) (spans [][2]int, texts []string, err error) {
+func (r *pyRegexp) findAll(ctx func() context.Context, s string, limit int) (spans [][2]int, texts []string, err error) {
 	if r.lit != "" && !strings.Contains(s, r.lit) {
 		return nil, nil, nil
 	}
@@ -186,14 +187,15 @@ func (r *pyRegexp) findAll(ctx context.Context, s string, limit int) (spans [][2
 	if r.btErr != nil {
 		return nil, nil, r.btErr
 	}
-	m, err := r.bt.FindStringMatchContext(ctx, s)
+	c := ctx()
+	m, err := r.bt.FindStringMatchContext(c, s)
 	for m != nil && err == nil {
 		spans = append(spans, [2]int{m.Index, m.Index + m.Length})
 		texts = append(texts, m.String())
 		if limit >= 0 && len(spans) >= limit {
 			break
 		}
-		m, err = r.bt.FindNextMatchContext(ctx, m)
+		m, err = r.bt.FindNextMatchContext(c, m)
 	}
 	return spans, texts, regexError(err)
 }
