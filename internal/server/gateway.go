@@ -103,7 +103,7 @@ func (s *Server) initGateway(cfg GatewayConfig) {
 		client = &http.Client{Transport: tr}
 	}
 	g := &gatewayState{cfg: cfg, rails: map[string]railsEntry{}, parsed: map[string]*policy.Policy{}, sessions: map[string]*sessionLock{}}
-	g.guard = &gateway.Guard{Timeout: cfg.CheckTimeout}
+	g.guard = &gateway.Guard{Timeout: cfg.CheckTimeout, Limit: waitLimiter{s.checks}}
 	convs, _ := s.st.(gateway.ConversationStore)
 	g.convs = convs
 	rec := gateway.NewRecorder(convs, s.log)
@@ -111,6 +111,13 @@ func (s *Server) initGateway(cfg GatewayConfig) {
 	g.proxy = &gateway.Proxy{Client: client, Guard: g.guard, Recorder: rec, Log: s.log}
 	s.gw = g
 }
+
+// waitLimiter takes a check slot for the gateway, waiting for one (within
+// the check's deadline) rather than refusing when the queue is full: a
+// refused slot would fail a blocking guardrail closed.
+type waitLimiter struct{ l *policy.Limiter }
+
+func (w waitLimiter) Acquire(ctx context.Context) (func(), error) { return w.l.Wait(ctx) }
 
 // closeGateway writes the calls still queued.
 func (s *Server) closeGateway() {
@@ -409,7 +416,7 @@ func (s *Server) callRails(r *http.Request, d store.Dataset) ([]*gateway.Guardra
 		if err != nil {
 			return nil, errorf(http.StatusBadRequest, codeBadRequest, "%s header: %v", h, err)
 		}
-		pol, err := s.parseCached("header policy", src)
+		pol, err := s.parseCached(r.Context(), "header policy", src)
 		if err != nil {
 			return nil, err
 		}
@@ -435,7 +442,7 @@ func (s *Server) datasetRails(ctx context.Context, d store.Dataset) ([]*gateway.
 	}
 	rails := make([]*gateway.Guardrail, 0, len(saved))
 	for _, sp := range saved {
-		pol, err := s.parseCached(sp.Name, sp.Source)
+		pol, err := s.parseCached(ctx, sp.Name, sp.Source)
 		if err != nil {
 			// A saved policy that no longer loads (an older build saved it):
 			// a guardrail that fails on every call, closed or open by mode.
@@ -456,8 +463,9 @@ func (s *Server) datasetRails(ctx context.Context, d store.Dataset) ([]*gateway.
 // maxParsed bounds the parsed policies kept.
 const maxParsed = 512
 
-// parseCached parses a policy once per (name, source).
-func (s *Server) parseCached(name, src string) (*policy.Policy, error) {
+// parseCached parses a policy once per (name, source), under one check's
+// budget and the request's context.
+func (s *Server) parseCached(ctx context.Context, name, src string) (*policy.Policy, error) {
 	sum := sha256.Sum256([]byte(name + "\x00" + src))
 	key := hex.EncodeToString(sum[:])
 	g := s.gw
@@ -467,7 +475,7 @@ func (s *Server) parseCached(name, src string) (*policy.Policy, error) {
 	if ok {
 		return pol, nil
 	}
-	ctx, cancel := policy.WithTimeBudget(context.Background(), checkLimits.Time)
+	ctx, cancel := policy.WithTimeBudget(ctx, checkLimits.Time)
 	defer cancel()
 	pol, err := parsePolicy(ctx, name, src)
 	if err != nil {
