@@ -11,6 +11,7 @@ FUZZTIME  ?=
 # during which it runs nothing else: with corpus-sized seeds that ate whole
 # runs (24 executions in 60 s). A short bound keeps the time for fuzzing.
 FUZZMINIMIZETIME ?= 3s
+NPM       ?= npm
 
 # Fuzz targets: package and target name.
 FUZZ_TARGETS := \
@@ -34,9 +35,11 @@ FUZZ_TARGETS := \
 	./internal/search:FuzzMeta \
 	./internal/search:FuzzLower \
 	./internal/gateway:FuzzParseRequest \
-	./internal/gateway:FuzzStream
+	./internal/gateway:FuzzStream \
+	./internal/gateway/mcp:FuzzParse \
+	./internal/gateway/mcp:FuzzSession
 
-.PHONY: all build test lint fuzz bench tools clean
+.PHONY: all build test lint fuzz bench tools clean mcp-deps
 
 all: build
 
@@ -55,8 +58,17 @@ lint: tools
 	$(GO) vet ./...
 	$(GOBIN)/staticcheck ./...
 
-test: lint
+test: lint mcp-deps
 	$(GO) test -race -count=1 ./...
+
+# The real MCP client and servers (npm) that the MCP gateway's tests run
+# with node: `lookout mcp` and /api/v1/gateway/mcp (cmd/lookout/mcp_test.go).
+MCP_TESTDATA := cmd/lookout/testdata/mcp
+
+$(MCP_TESTDATA)/node_modules/.package-lock.json: $(MCP_TESTDATA)/package.json $(MCP_TESTDATA)/package-lock.json
+	cd $(MCP_TESTDATA) && $(NPM) ci --no-audit --no-fund
+
+mcp-deps: $(MCP_TESTDATA)/node_modules/.package-lock.json
 
 fuzz:
 	@set -e; n=$(words $(FUZZ_TARGETS)); each="$(FUZZTIME)"; \
@@ -78,8 +90,6 @@ clean:
 # binary; web-check fails when the committed build is stale; web-test runs the
 # Vitest unit tests and the end-to-end tests in headless Chromium against a
 # real `lookout serve`; bench-web measures paint times (web/bench).
-NPM ?= npm
-
 .PHONY: web web-test web-check bench-web
 
 # package.json pins rollup (overrides) to a release whose 26 optional
