@@ -11,11 +11,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode"
 
 	"github.com/lookout-dev/lookout/internal/eval"
+	"github.com/lookout-dev/lookout/internal/gateway/mcp"
 	"github.com/lookout-dev/lookout/internal/policy"
 	"github.com/lookout-dev/lookout/internal/store"
 )
@@ -60,6 +62,8 @@ type Server struct {
 	live       liveHub     // listeners of changing traces
 	builder    spanBuilder // builds traces whose spans were accepted (spans.go)
 	gw         *gatewayState
+	mcpOnce    sync.Once
+	mcp        *mcp.HTTPProxy // the MCP proxy (gateway_mcp.go), made on first use
 
 	spanQuiet, spanMaxDelay time.Duration
 	spanBacklog             int64
