@@ -119,10 +119,12 @@ func (s stepper) Step(ctx context.Context, req mcp.StepRequest) (mcp.StepResult,
 // runMCP runs the server and relays until it exits; it returns the exit
 // status.
 func runMCP(ctx context.Context, o mcpOptions, stdin io.Reader, stdout, stderr io.Writer) int {
-	var logMu sync.Mutex
+	// The server writes to our standard error directly when it is a file;
+	// any other writer is shared through a lock.
+	if _, ok := stderr.(*os.File); !ok {
+		stderr = &lockedWriter{w: stderr}
+	}
 	logf := func(format string, args ...any) {
-		logMu.Lock()
-		defer logMu.Unlock()
 		fmt.Fprintf(stderr, "lookout mcp: "+format+"\n", args...)
 	}
 	if code := checkMCPAccess(ctx, o, logf); code != 0 {
@@ -212,4 +214,16 @@ func checkMCPAccess(ctx context.Context, o mcpOptions, logf func(string, ...any)
 		return exitInternal
 	}
 	return 0
+}
+
+// lockedWriter serialises writes from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
