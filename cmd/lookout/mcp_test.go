@@ -223,6 +223,44 @@ func jsonEqual(t *testing.T, got, want string) bool {
 	return bytes.Equal(gb, wb)
 }
 
+// readmeMCPArgs are the arguments of the README's Claude Desktop config,
+// with this test's server, the installed filesystem server for npx's and
+// root for the user's folder.
+func readmeMCPArgs(t *testing.T, url, dir, root string) []string {
+	t.Helper()
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(fencedBlock(t, readmeSection(t, "\n### MCP\n"), "json")), &cfg); err != nil {
+		t.Fatalf("the README's config: %v", err)
+	}
+	fs := cfg.MCPServers["filesystem"]
+	if fs.Command != "lookout" || len(fs.Args) == 0 || fs.Args[0] != "mcp" {
+		t.Fatalf("the README's config runs %s %q", fs.Command, fs.Args)
+	}
+	var args []string
+	for i := 0; i < len(fs.Args); i++ {
+		switch a := fs.Args[i]; a {
+		case "http://127.0.0.1:8000":
+			args = append(args, url)
+		case "npx":
+			if fs.Args[i+1] != "-y" || fs.Args[i+2] != "@modelcontextprotocol/server-filesystem" {
+				t.Fatalf("the README's config runs npx %q", fs.Args[i+1:])
+			}
+			args = append(args, "node", filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"))
+			i += 2
+		case "/Users/me/Desktop":
+			args = append(args, root)
+		default:
+			args = append(args, a)
+		}
+	}
+	return args
+}
+
 func TestMCPStdio(t *testing.T) {
 	dir := mcpTestdata(t)
 	for _, b := range cliBackends(t) {
@@ -237,7 +275,7 @@ func mcpStdio(t *testing.T, dir, db string) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	d, err := c.CreateDataset(ctx, "mcp-fs", false, nil)
+	d, err := c.CreateDataset(ctx, "claude-desktop", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,9 +304,8 @@ func mcpStdio(t *testing.T, dir, db string) {
 	res := runMCPClient(t, dir, map[string]any{
 		"transport": "stdio",
 		"command":   os.Args[0],
-		"args": []string{"mcp", "--server", url, "--dataset", "mcp-fs", "--",
-			"node", filepath.Join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), root},
-		"steps": steps,
+		"args":      readmeMCPArgs(t, url, dir, root),
+		"steps":     steps,
 	})
 
 	// What the client saw: tools listed, results passed, the write refused.
