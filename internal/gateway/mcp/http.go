@@ -188,7 +188,11 @@ func (p *HTTPProxy) post(w http.ResponseWriter, r *http.Request, t Target) {
 	sid := r.Header.Get("Mcp-Session-Id")
 	hs := p.session(t, sid)
 	out := hs.s.FromClient(ctx, body)
-	if out.Forward == nil {
+	switch {
+	case out.Forward == nil && out.Reply == nil:
+		w.WriteHeader(http.StatusAccepted) // nothing to answer, as for a notification
+		return
+	case out.Forward == nil:
 		writeJSONBody(w, http.StatusOK, out.Reply)
 		return
 	}

@@ -139,11 +139,13 @@ func (s *Session) FromClient(ctx context.Context, data []byte) Outcome {
 			reply = append(reply, ErrorResponse(m.ID, m.Err))
 			continue
 		}
-		if r := s.fromClient(ctx, m); r != nil {
+		r, pass := s.fromClient(ctx, m)
+		if r != nil {
 			reply = append(reply, r)
-			continue
 		}
-		fwd = append(fwd, m.Raw)
+		if pass {
+			fwd = append(fwd, m.Raw)
+		}
 	}
 	out := Outcome{Reply: joinBatch(reply, batch)}
 	if len(fwd) == len(msgs) {
@@ -154,14 +156,22 @@ func (s *Session) FromClient(ctx context.Context, data []byte) Outcome {
 	return out
 }
 
-// fromClient handles one valid message; a non-nil answer replaces it.
-func (s *Session) fromClient(ctx context.Context, m *Message) []byte {
+// fromClient handles one valid message: pass reports that it goes on to
+// the server, reply is the client's answer in its place.
+func (s *Session) fromClient(ctx context.Context, m *Message) (reply []byte, pass bool) {
 	if !m.IsRequest() {
-		if m.Method == "notifications/cancelled" {
+		switch m.Method {
+		case "notifications/cancelled":
 			s.cancelled(m.Params)
+		case "tools/call":
+			// A call without an id could not be answered with a refusal,
+			// nor its result checked; clients never send one.
+			s.cfg.Logf("client sent a tools/call without an id, dropped")
+			return nil, false
 		}
-		return nil
+		return nil, true
 	}
+	var r []byte
 	switch m.Method {
 	case "initialize":
 		var p struct {
@@ -173,13 +183,13 @@ func (s *Session) fromClient(ctx context.Context, m *Message) []byte {
 			s.clientInfo, s.protocol = p.ClientInfo, p.ProtocolVersion
 			s.mu.Unlock()
 		}
-		return s.track(m, pendingRequest{method: m.Method})
+		r = s.track(m, pendingRequest{method: m.Method})
 	case "tools/list":
-		return s.track(m, pendingRequest{method: m.Method})
+		r = s.track(m, pendingRequest{method: m.Method})
 	case "tools/call":
-		return s.toolCall(ctx, m)
+		r = s.toolCall(ctx, m)
 	}
-	return nil
+	return r, r == nil
 }
 
 // track remembers a request whose answer the session reads.

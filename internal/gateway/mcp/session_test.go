@@ -240,7 +240,7 @@ func TestSessionInvalidInput(t *testing.T) {
 		{"call without a name", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{}}}`, "", `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: params.name must be a string"}}`},
 		{"call with array arguments", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","arguments":[1]}}`, "", `{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Invalid params: params.arguments must be an object"}}`},
 		{"call with a null id", `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x"}}`, "", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: a tools/call request needs a string or number id"}}`},
-		{"call as a notification passes (no answer to check)", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}`, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}`, ""},
+		{"a call as a notification is dropped (it could be neither refused nor checked)", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}`, "", ""},
 		{"other methods pass", `{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":"file:///a"}}`, `{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":"file:///a"}}`, ""},
 		{"the client's answers pass", `{"jsonrpc":"2.0","id":0,"result":{"model":"m","role":"assistant","content":{"type":"text","text":"hi"}}}`, `{"jsonrpc":"2.0","id":0,"result":{"model":"m","role":"assistant","content":{"type":"text","text":"hi"}}}`, ""},
 		{"batch: the blocked and the invalid are answered, the rest goes on",
