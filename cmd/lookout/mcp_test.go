@@ -711,7 +711,7 @@ func TestMCPFailMode(t *testing.T) {
 	server := `while read -r line; do id=$(echo "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p'); [ -n "$id" ] && echo "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ran\"}]}}"; done`
 	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t","arguments":{}}}` + "\n"
 	code, out, errOut := runCLI(t, call, "mcp", "--server", deadURL, "--dataset", "d", "--timeout", "5s", "--", "sh", "-c", server)
-	if code != 0 || !strings.Contains(out, `"id":7,"error":{"code":-32011,"message":"[Lookout] the guardrails could not check the call of tool t, so it was not run: Lookout is unavailable: `) {
+	if code != 0 || !strings.Contains(out, `"id":7,"error":{"code":-32011,"message":"[Lookout] the guardrails could not check the call of tool t, so it was not run: the Lookout server is unavailable: `) {
 		t.Errorf("fail closed: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 	if !strings.Contains(errOut, "does not answer now") {

@@ -40,7 +40,7 @@ type StepResult struct {
 // ErrUnavailable marks a step that failed because Lookout did not answer
 // it (unreachable, out of time, a 5xx answer): with FailOpen the message
 // goes on unchecked. Any other error always refuses the message.
-var ErrUnavailable = errors.New("Lookout is unavailable")
+var ErrUnavailable = errors.New("the Lookout server is unavailable")
 
 // Config configures a Session.
 type Config struct {

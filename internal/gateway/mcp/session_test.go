@@ -169,7 +169,7 @@ func TestSessionFailures(t *testing.T) {
 		pass     bool
 		message  string
 	}{
-		{"unavailable fails closed", down, false, false, "[Lookout] the guardrails could not check the call of tool read_file, so it was not run: POST /steps: Lookout is unavailable: connection refused"},
+		{"unavailable fails closed", down, false, false, "[Lookout] the guardrails could not check the call of tool read_file, so it was not run: POST /steps: the Lookout server is unavailable: connection refused"},
 		{"unavailable with fail-open", down, true, true, ""},
 		{"other errors fail closed even with fail-open", refused, true, false, "[Lookout] the guardrails could not check the call of tool read_file, so it was not run: POST /steps: HTTP 401: bad key"},
 	}
