@@ -126,7 +126,7 @@ func TestMCPRoute(t *testing.T) {
 		}
 		f.must(201, "POST", "/api/v1/datasets/"+ds.Datasets[0].ID+"/policies", "alice",
 			`{"name": "no danger", "mode": "block", "source": "raise \"dangerous\" if:\n    (call: ToolCall)\n    call is tool:danger\n"}`)
-		session := []string{"Lookout-MCP-Server-URL", us.URL + "/mcp", "Lookout-Dataset", "mcp-route",
+		session := []string{"MCP-Server-Base-URL", us.URL, "Lookout-Dataset", "mcp-route",
 			"Invariant-Authorization", "Bearer " + key, "Mcp-Session-Id", "up-1"}
 		n := len(up.requests)
 		r = post(call(1, "danger"), session...)
@@ -142,7 +142,7 @@ func TestMCPRoute(t *testing.T) {
 		if r.status != 200 || r.header.Get("Content-Type") != "text/event-stream" || string(r.body) != want {
 			t.Errorf("allowed call: %d %v\n%s", r.status, r.header, r.body)
 		}
-		if last := up.requests[len(up.requests)-1]; last.URL.Path != "/mcp" || last.Header.Get("Mcp-Session-Id") != "up-1" {
+		if last := up.requests[len(up.requests)-1]; last.URL.Path != "/mcp/" || last.Header.Get("Mcp-Session-Id") != "up-1" {
 			t.Errorf("the call went to %s with session %q", last.URL.Path, last.Header.Get("Mcp-Session-Id"))
 		}
 
@@ -158,7 +158,8 @@ func TestMCPRoute(t *testing.T) {
 			t.Fatalf("traces %+v", traces)
 		}
 		tr := f.must(200, "GET", "/api/v1/traces/"+traces.Traces[0].ID, "alice", "")
-		for _, w := range []string{`"name":"danger","arguments":{"x":1}`, `"name":"safe","arguments":{"x":1}`, `"role":"tool","content":"ran"`, `"metadata":{"server":"up"}`} {
+		for _, w := range []string{`"name":"danger","arguments":{"x":1}`, `"name":"safe","arguments":{"x":1}`, `"role":"tool","content":"ran"`,
+			`"metadata":{"server":"up"}`, `"mcp_server":"up"`, `"mcp_client":"t"`, `"address":"messages.0.tool_calls.0","content":"dangerous"`} {
 			if !strings.Contains(tr.String(), w) {
 				t.Errorf("the trace lacks %s:\n%s", w, tr)
 			}
@@ -169,6 +170,9 @@ func TestMCPRoute(t *testing.T) {
 		r = post(call(3, "safe"), "Lookout-MCP-Server-URL", us.URL+"/mcp", "Lookout-Dataset", "mcp-route", "Invariant-Api-Key", key, "Mcp-Session-Id", "gone")
 		if r.status != 404 || !strings.Contains(string(r.body), "Session not found") {
 			t.Errorf("the server's 404: %d %s", r.status, r.body)
+		}
+		if last := up.requests[len(up.requests)-1]; last.URL.Path != "/mcp" {
+			t.Errorf("Lookout-MCP-Server-URL is the endpoint as it is, not %s", last.URL.Path)
 		}
 		dead := httptest.NewServer(http.NotFoundHandler())
 		dead.Close()

@@ -68,8 +68,9 @@ for (const step of spec.steps) {
   }
 }
 const server = client.getServerVersion();
+const sessionId = transport.sessionId;
 if (spec.transport !== "stdio") {
   await transport.terminateSession();
 }
 await client.close();
-process.stdout.write(JSON.stringify({ results, server, sessionId: transport.sessionId }) + "\n");
+process.stdout.write(JSON.stringify({ results, server, sessionId }) + "\n");
