@@ -354,8 +354,11 @@ func (s *Session) check(ctx context.Context, id json.RawMessage, ev trace.Event,
 			msg = "[Lookout] blocked by a guardrail"
 		}
 		s.cfg.Logf("%s blocked: %s", what, msg)
-		return ErrorResponse(id, &Error{Code: CodeBlocked, Message: msg, Data: blockedData{Lookout: blockedDetails{
-			TraceID: res.TraceID, Violations: res.Violations}}})
+		e := &Error{Code: CodeBlocked, Message: msg}
+		if res.TraceID != "" || len(res.Violations) > 0 {
+			e.Data = blockedData{Lookout: blockedDetails{TraceID: res.TraceID, Violations: res.Violations}}
+		}
+		return ErrorResponse(id, e)
 	}
 	return nil
 }
