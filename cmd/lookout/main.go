@@ -29,10 +29,11 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.AddCommand(newMCPCmd()) // apart from the list below, which other branches extend
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newValidateCmd(), newConvertCmd(), newServeCmd(), newPushCmd(), newExportCmd(), newKeyCmd(), newUserCmd(), newCheckCmd(), newEvalCmd(), newSearchCmd(), newReindexCmd(), newBenchmarkCmd(), newMCPCmd())
+	root.AddCommand(newValidateCmd(), newConvertCmd(), newServeCmd(), newPushCmd(), newExportCmd(), newKeyCmd(), newUserCmd(), newCheckCmd(), newEvalCmd(), newSearchCmd(), newReindexCmd(), newBenchmarkCmd())
 	return root
 }
 
