@@ -464,17 +464,18 @@ func (s *Store) replaceAnnotations(ctx context.Context, traceID, source, key, va
 
 // ---- policies ----
 
-const policyCols = `id, dataset_id, name, source, created_at, updated_at`
+const policyCols = `id, dataset_id, name, source, mode, created_at, updated_at`
 
 func scanPolicy(row pgx.Row) (store.Policy, error) {
 	var p store.Policy
-	err := row.Scan(&p.ID, &p.DatasetID, &p.Name, &p.Source, &p.CreatedAt, &p.UpdatedAt)
+	err := row.Scan(&p.ID, &p.DatasetID, &p.Name, &p.Source, &p.Mode, &p.CreatedAt, &p.UpdatedAt)
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	return p, err
 }
 
-// SavePolicy creates a policy or, by (dataset, name), updates its source. A
-// policy with an ID is updated by ID (which may rename it).
+// SavePolicy creates a policy or, by (dataset, name), updates its source
+// and mode ("" is log). A policy with an ID is updated by ID (which may
+// rename it).
 func (s *Store) SavePolicy(ctx context.Context, p store.Policy) (store.Policy, error) {
 	if err := storeutil.CheckName("policy", p.Name); err != nil {
 		return store.Policy{}, fmt.Errorf("postgres: save policy: %w", err)
@@ -482,23 +483,26 @@ func (s *Store) SavePolicy(ctx context.Context, p store.Policy) (store.Policy, e
 	if err := storeutil.CheckText("policy source", p.Source); err != nil {
 		return store.Policy{}, fmt.Errorf("postgres: save policy: %w", err)
 	}
+	mode, err := storeutil.PolicyMode(p.Mode)
+	if err != nil {
+		return store.Policy{}, fmt.Errorf("postgres: save policy: %w", err)
+	}
 	if !storeutil.ValidID(p.DatasetID) {
 		return store.Policy{}, notFound("save policy: dataset %q", p.DatasetID)
 	}
 	now := storeutil.Now()
 	var out store.Policy
-	var err error
 	if p.ID != "" {
 		if !storeutil.ValidID(p.ID) {
 			return store.Policy{}, notFound("policy %q", p.ID)
 		}
-		out, err = scanPolicy(s.pool.QueryRow(ctx, `UPDATE policies SET name = $1, source = $2, updated_at = $3
-			WHERE id = $4 AND dataset_id = $5 RETURNING `+policyCols, p.Name, p.Source, now, p.ID, p.DatasetID))
+		out, err = scanPolicy(s.pool.QueryRow(ctx, `UPDATE policies SET name = $1, source = $2, mode = $3, updated_at = $4
+			WHERE id = $5 AND dataset_id = $6 RETURNING `+policyCols, p.Name, p.Source, mode, now, p.ID, p.DatasetID))
 	} else {
-		out, err = scanPolicy(s.pool.QueryRow(ctx, `INSERT INTO policies (id, dataset_id, name, source, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $5)
-			ON CONFLICT (dataset_id, name) DO UPDATE SET source = excluded.source, updated_at = excluded.updated_at
-			RETURNING `+policyCols, storeutil.NewID(), p.DatasetID, p.Name, p.Source, now))
+		out, err = scanPolicy(s.pool.QueryRow(ctx, `INSERT INTO policies (id, dataset_id, name, source, mode, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $6)
+			ON CONFLICT (dataset_id, name) DO UPDATE SET source = excluded.source, mode = excluded.mode, updated_at = excluded.updated_at
+			RETURNING `+policyCols, storeutil.NewID(), p.DatasetID, p.Name, p.Source, mode, now))
 	}
 	if err != nil {
 		return store.Policy{}, fail(ctx, err, "save policy %q of dataset %s", p.Name, p.DatasetID)

@@ -429,18 +429,19 @@ func (s *Store) replaceAnnotations(ctx context.Context, traceID, source, key, va
 
 // ---- policies ----
 
-const policyCols = `id, dataset_id, name, source, created_at, updated_at`
+const policyCols = `id, dataset_id, name, source, mode, created_at, updated_at`
 
 func scanPolicy(row interface{ Scan(...any) error }) (store.Policy, error) {
 	var p store.Policy
 	var created, updated int64
-	err := row.Scan(&p.ID, &p.DatasetID, &p.Name, &p.Source, &created, &updated)
+	err := row.Scan(&p.ID, &p.DatasetID, &p.Name, &p.Source, &p.Mode, &created, &updated)
 	p.CreatedAt, p.UpdatedAt = storeutil.FromMicros(created), storeutil.FromMicros(updated)
 	return p, err
 }
 
-// SavePolicy creates a policy or, by (dataset, name), updates its source. A
-// policy with an ID is updated by ID (which may rename it).
+// SavePolicy creates a policy or, by (dataset, name), updates its source
+// and mode ("" is log). A policy with an ID is updated by ID (which may
+// rename it).
 func (s *Store) SavePolicy(ctx context.Context, p store.Policy) (store.Policy, error) {
 	if err := storeutil.CheckName("policy", p.Name); err != nil {
 		return store.Policy{}, fmt.Errorf("sqlite: save policy: %w", err)
@@ -448,23 +449,26 @@ func (s *Store) SavePolicy(ctx context.Context, p store.Policy) (store.Policy, e
 	if err := storeutil.CheckText("policy source", p.Source); err != nil {
 		return store.Policy{}, fmt.Errorf("sqlite: save policy: %w", err)
 	}
+	mode, err := storeutil.PolicyMode(p.Mode)
+	if err != nil {
+		return store.Policy{}, fmt.Errorf("sqlite: save policy: %w", err)
+	}
 	if !storeutil.ValidID(p.DatasetID) {
 		return store.Policy{}, notFound("save policy: dataset %q", p.DatasetID)
 	}
 	now := micros(storeutil.Now())
 	var out store.Policy
-	var err error
 	if p.ID != "" {
 		if !storeutil.ValidID(p.ID) {
 			return store.Policy{}, notFound("policy %q", p.ID)
 		}
-		out, err = scanPolicy(s.w.QueryRowContext(ctx, `UPDATE policies SET name = ?, source = ?, updated_at = ?
-			WHERE id = ? AND dataset_id = ? RETURNING `+policyCols, p.Name, p.Source, now, p.ID, p.DatasetID))
+		out, err = scanPolicy(s.w.QueryRowContext(ctx, `UPDATE policies SET name = ?, source = ?, mode = ?, updated_at = ?
+			WHERE id = ? AND dataset_id = ? RETURNING `+policyCols, p.Name, p.Source, mode, now, p.ID, p.DatasetID))
 	} else {
-		out, err = scanPolicy(s.w.QueryRowContext(ctx, `INSERT INTO policies (id, dataset_id, name, source, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (dataset_id, name) DO UPDATE SET source = excluded.source, updated_at = excluded.updated_at
-			RETURNING `+policyCols, storeutil.NewID(), p.DatasetID, p.Name, p.Source, now, now))
+		out, err = scanPolicy(s.w.QueryRowContext(ctx, `INSERT INTO policies (id, dataset_id, name, source, mode, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (dataset_id, name) DO UPDATE SET source = excluded.source, mode = excluded.mode, updated_at = excluded.updated_at
+			RETURNING `+policyCols, storeutil.NewID(), p.DatasetID, p.Name, p.Source, mode, now, now))
 	}
 	if err != nil {
 		return store.Policy{}, fail(ctx, err, "save policy %q of dataset %s", p.Name, p.DatasetID)
