@@ -57,6 +57,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AcceptSpansConcurrently", testAcceptSpansConcurrently},
 		{"SearchConformance", testSearchConformance},
 		{"SearchConsistency", testSearchConsistency},
+		{"Conversations", testConversations},
+		{"ConversationsConcurrently", testConversationsConcurrently},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
