@@ -1,6 +1,6 @@
 // Package client is the Go client for Lookout's HTTP API (/api/v1): push
 // traces in batches, export datasets, and manage datasets, traces,
-// annotations and API keys.
+// annotations, saved policies and API keys.
 //
 // Traces travel as canonical JSON (json.RawMessage), the form
 // `lookout convert --to canonical` writes and GET /api/v1/traces/{id}

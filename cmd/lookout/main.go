@@ -33,7 +33,7 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newValidateCmd(), newConvertCmd(), newServeCmd(), newPushCmd(), newExportCmd(), newKeyCmd(), newUserCmd(), newCheckCmd(), newEvalCmd(), newSearchCmd(), newReindexCmd(), newBenchmarkCmd())
+	root.AddCommand(newValidateCmd(), newConvertCmd(), newServeCmd(), newPushCmd(), newExportCmd(), newKeyCmd(), newUserCmd(), newCheckCmd(), newEvalCmd(), newSearchCmd(), newReindexCmd(), newBenchmarkCmd(), newPolicyCmd())
 	return root
 }
 

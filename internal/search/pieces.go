@@ -109,24 +109,18 @@ func lowerFrom(b []byte, s string, i int) string {
 func Index(t *trace.Trace) Doc {
 	var b docBuilder
 	b.events(t.Events, 0)
-	for i := range t.Spans {
-		s := &t.Spans[i]
-		b.facet("kind", s.Kind)
-		b.add(trace.SpanAddress(s.ID, "name"), s.Name)
-		walkStrings(s.Attributes, trace.SpanAddress(s.ID, "attributes"), b.add)
-		walkStrings(s.Inputs, trace.SpanAddress(s.ID, "inputs"), b.add)
-		walkStrings(s.Outputs, trace.SpanAddress(s.ID, "outputs"), b.add)
-		walkStrings(s.Value, trace.SpanAddress(s.ID, "value"), b.add)
-	}
+	b.spans(t.Spans)
 	b.d.Meta = Meta(t.Metadata)
 	return b.d
 }
 
-// IndexEvents is Index of events appended to a trace at index first: their
-// pieces and facets (a facet may repeat one the trace has).
-func IndexEvents(events []trace.Event, first int) Doc {
+// IndexAppended is Index of events and spans appended to a trace, the
+// events at index first: their pieces and facets (a facet may repeat one
+// the trace has).
+func IndexAppended(events []trace.Event, first int, spans []trace.Span) Doc {
 	var b docBuilder
 	b.events(events, first)
+	b.spans(spans)
 	return b.d
 }
 
@@ -175,6 +169,18 @@ func (b *docBuilder) events(events []trace.Event, first int) {
 			b.add(trace.EventAddress(i, "tool_calls", strconv.Itoa(j), "function", "name"), f.Name)
 			walkStrings(f.Arguments, trace.EventAddress(i, "tool_calls", strconv.Itoa(j), "function", "arguments"), b.add)
 		}
+	}
+}
+
+func (b *docBuilder) spans(spans []trace.Span) {
+	for i := range spans {
+		s := &spans[i]
+		b.facet("kind", s.Kind)
+		b.add(trace.SpanAddress(s.ID, "name"), s.Name)
+		walkStrings(s.Attributes, trace.SpanAddress(s.ID, "attributes"), b.add)
+		walkStrings(s.Inputs, trace.SpanAddress(s.ID, "inputs"), b.add)
+		walkStrings(s.Outputs, trace.SpanAddress(s.ID, "outputs"), b.add)
+		walkStrings(s.Value, trace.SpanAddress(s.ID, "value"), b.add)
 	}
 }
 

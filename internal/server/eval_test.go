@@ -282,6 +282,11 @@ func runScenarios(t *testing.T, f *fixture, scenarios []scenario, expand *string
 					t.Errorf("body does not match %s:\n%s", expand.Replace(re), r.body)
 				}
 			}
+			for _, re := range sc.absent {
+				if regexp.MustCompile(expand.Replace(re)).Match(r.body) {
+					t.Errorf("body matches %s, which it must not:\n%s", expand.Replace(re), r.body)
+				}
+			}
 			checkKind(t, sc, r)
 		})
 	}

@@ -19,11 +19,14 @@ import (
 //
 //	POST   /api/v1/policy/check                        {"policy", "messages", "parameters"?} → {"errors": [...]}
 //	GET    /api/v1/datasets/{id}/policies              → {"policies": [...]}
-//	POST   /api/v1/datasets/{id}/policies              {"name", "source"} → 201 the policy
+//	POST   /api/v1/datasets/{id}/policies              {"name", "source", "mode"?} → 201 the policy
 //	GET    /api/v1/datasets/{id}/policies/{pid}        → the policy
-//	PUT    /api/v1/datasets/{id}/policies/{pid}        {"name"?, "source"?} → the policy
+//	PUT    /api/v1/datasets/{id}/policies/{pid}        {"name"?, "source"?, "mode"?} → the policy
 //	DELETE /api/v1/datasets/{id}/policies/{pid}        → 204
 //	POST   /api/v1/datasets/{id}/policies/{pid}/check  {"parameters"?} → server-sent events
+//
+// A policy's mode is what the gateway does with its violations: "block"
+// refuses the call, "log" (the default) lets it through; both record them.
 //
 // Errors of the policy itself (syntax, unknown names and types) are 422 with
 // code "invalid" and details {line, col, class, diagnostics, report}; a
@@ -52,12 +55,29 @@ type policyJSON struct {
 	DatasetID string    `json:"dataset_id"`
 	Name      string    `json:"name"`
 	Source    string    `json:"source"`
+	Mode      string    `json:"mode"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
 func toPolicyJSON(p store.Policy) policyJSON {
-	return policyJSON{ID: p.ID, DatasetID: p.DatasetID, Name: p.Name, Source: p.Source, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+	return policyJSON{ID: p.ID, DatasetID: p.DatasetID, Name: p.Name, Source: p.Source, Mode: p.Mode, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+}
+
+// policyMode reads the "mode" member: "block" or "log".
+func policyMode(dst *string) member {
+	return func(s *jsonscan.Scanner) error {
+		start := s.Offset()
+		v, err := s.String("mode")
+		if err != nil {
+			return err
+		}
+		if v != store.PolicyBlock && v != store.PolicyLog {
+			return s.ErrorAt(start, "mode must be %q or %q, not %q", store.PolicyBlock, store.PolicyLog, v)
+		}
+		*dst = v
+		return nil
+	}
 }
 
 // diagnosticJSON is one problem of a policy that does not load.
@@ -381,7 +401,8 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request, p *principal)
 	return nil
 }
 
-// createPolicy saves {"name", "source"} with a dataset. The source must
+// createPolicy saves {"name", "source", "mode"?} with a dataset (mode log
+// unless given). The source must
 // load: a policy with errors is refused with their places. A name the
 // dataset already uses is 409 (PUT changes a policy).
 func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -394,6 +415,7 @@ func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request, p *princip
 	body, err := decodeBody(r, map[string]member{
 		"name":   str(&pol.Name, "name"),
 		"source": func(sc *jsonscan.Scanner) error { hasSource = true; return str(&pol.Source, "source")(sc) },
+		"mode":   policyMode(&pol.Mode),
 	})
 	if err != nil {
 		return err
@@ -425,7 +447,7 @@ func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request, p *princip
 	return nil
 }
 
-// updatePolicy changes a policy's name and/or source.
+// updatePolicy changes a policy's name, source and/or mode.
 func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request, p *principal) error {
 	d, err := s.writableDataset(r, p, r.PathValue("id"))
 	if err != nil {
@@ -438,6 +460,7 @@ func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request, p *princip
 	if _, err := decodeBody(r, map[string]member{
 		"name":   str(&pol.Name, "name"),
 		"source": str(&pol.Source, "source"),
+		"mode":   policyMode(&pol.Mode),
 	}); err != nil {
 		return err
 	}

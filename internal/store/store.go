@@ -235,11 +235,17 @@ type ConversationStep struct {
 type Conversations interface {
 	// FindConversation returns the dataset's conversation whose head is
 	// one of heads (the one with the most events when several match, the
-	// latest recorded among equals), or ErrNotFound.
+	// latest recorded among equals), or ErrNotFound (also for no heads).
+	// It takes at most MaxConversationHeads heads (more is ErrInvalid),
+	// looked up in one query.
 	FindConversation(ctx context.Context, datasetID string, heads []string) (Conversation, error)
 	// RecordConversation stores one step and returns the trace's id.
 	RecordConversation(ctx context.Context, ownerID, datasetID string, step ConversationStep) (string, error)
 }
+
+// MaxConversationHeads is how many heads FindConversation looks up at
+// most.
+const MaxConversationHeads = 1000
 
 // Store is everything a backend provides.
 type Store interface {
@@ -252,6 +258,7 @@ type Store interface {
 	SpanTraces
 	Search
 	Benchmarks
+	Conversations
 	Close() error
 }
 

@@ -373,6 +373,45 @@ describe('explorer', () => {
     await shot(page, 'policy-highlight');
   });
 
+  test('a policy is created in block mode and each saved policy switched between block and log', async () => {
+    const ds = (await api(srv.base, 'GET', '/datasets?name=airline')).datasets[0];
+    const saved = async () =>
+      Object.fromEntries((await api(srv.base, 'GET', `/datasets/${ds.id}/policies`)).policies.map((p) => [p.name, p.mode]));
+    const modeOf = (name) => page.locator(`.policy-modes li[data-policy="${name}"] select.policy-mode`);
+    await page.goto(`${srv.base}/datasets/local/airline`);
+    // The policy the test before saved has the default mode.
+    await modeOf('baggage-talk').waitFor();
+    assert.equal(await modeOf('baggage-talk').inputValue(), 'log');
+    // A new policy, in block mode.
+    await page.selectOption('select[aria-label="saved policy"]', '');
+    await page.fill('input[aria-label="policy name"]', 'no-refunds');
+    await page.fill('textarea[aria-label="policy source"]', 'raise "refund offered" if:\n    (msg: Message)\n    "refund" in msg.content\n');
+    await page.selectOption('select[aria-label="policy mode"]', 'block');
+    await page.click('.policy-panel button:text-is("Save")');
+    await modeOf('no-refunds').waitFor();
+    assert.equal(await modeOf('no-refunds').inputValue(), 'block');
+    assert.deepEqual(await saved(), { 'baggage-talk': 'log', 'no-refunds': 'block' });
+    await shot(page, 'policy-modes');
+    // Each saved policy's selector saves its mode at once.
+    await modeOf('no-refunds').selectOption('log');
+    await page.locator('.policy-panel .muted:has-text("no-refunds: mode log")').waitFor();
+    await modeOf('baggage-talk').selectOption('block');
+    await page.locator('.policy-panel .muted:has-text("baggage-talk: mode block")').waitFor();
+    assert.deepEqual(await saved(), { 'baggage-talk': 'block', 'no-refunds': 'log' });
+    // After a reload the page shows the saved modes; picking a saved
+    // policy puts its mode in the editor.
+    await page.reload();
+    await modeOf('baggage-talk').waitFor();
+    assert.equal(await modeOf('baggage-talk').inputValue(), 'block');
+    assert.equal(await modeOf('no-refunds').inputValue(), 'log');
+    await page.selectOption('select[aria-label="saved policy"]', { label: 'baggage-talk' });
+    assert.equal(await page.locator('select[aria-label="policy mode"]').inputValue(), 'block');
+    // Saving from the editor keeps the mode it shows.
+    await page.click('.policy-panel button:text-is("Save")');
+    await page.locator('.policy-panel .muted:has-text("saved baggage-talk")').waitFor();
+    assert.equal((await saved())['baggage-talk'], 'block');
+  });
+
   test('a syntax error in a policy is shown at its line and column', async () => {
     await page.goto(`${srv.base}/datasets/local/airline`);
     await page.fill('textarea[aria-label="policy source"]', 'raise "x" if:\n    (msg: Message\n');

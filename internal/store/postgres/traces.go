@@ -53,67 +53,7 @@ func (s *Store) AddTraces(ctx context.Context, ownerID, datasetID string, traces
 		return []string{}, nil
 	}
 	err = s.write(ctx, func(tx pgx.Tx) error {
-		if err := lockTexts(ctx, tx, false); err != nil {
-			return err
-		}
-		ds := pgtype.UUID{} // NULL outside a dataset
-		if datasetID != "" {
-			ds = uuidOf(datasetID)
-			var next int64
-			// FOR UPDATE: batches into one dataset take their indexes in turn.
-			if err := tx.QueryRow(ctx, `SELECT next_index FROM datasets WHERE id = $1 FOR UPDATE`, datasetID).Scan(&next); err != nil {
-				if errors.Is(err, pgx.ErrNoRows) {
-					return notFound("dataset %s", datasetID)
-				}
-				return err
-			}
-			given := make([]*int64, len(rows))
-			for i := range rows {
-				given[i] = rows[i].Given
-			}
-			idx, newNext := storeutil.AssignIndexes(next, given)
-			for i := range rows {
-				rows[i].Index = idx[i]
-			}
-			if _, err := tx.Exec(ctx, `UPDATE datasets SET next_index = $1, trace_count = trace_count + $2, last_pushed = $3 WHERE id = $4`,
-				newNext, len(rows), now, datasetID); err != nil {
-				return err
-			}
-		} else {
-			for i := range rows {
-				if rows[i].Given != nil {
-					rows[i].Index = *rows[i].Given
-				}
-			}
-		}
-		owner := uuidOf(ownerID)
-		nAnn := 0
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"traces"}, traceCopyCols, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
-			r := &rows[i]
-			nAnn += len(r.Anns)
-			return []any{uuidOf(r.ID), ds, owner, r.Index, r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, now, int16(r.Encoding), r.Content}, nil
-		}))
-		if err != nil {
-			return err
-		}
-		ids := make([]string, len(rows))
-		docs := make([]storeutil.IndexDoc, len(rows))
-		for i := range rows {
-			ids[i], docs[i] = rows[i].ID, storeutil.IndexDoc{Doc: &rows[i].Doc, Hashes: rows[i].Hashes}
-		}
-		if err := insertDocs(ctx, tx, ids, docs); err != nil {
-			return err
-		}
-		if nAnn == 0 {
-			return nil
-		}
-		return copyAnnotations(ctx, tx, func(yield func(store.Annotation)) {
-			for i := range rows {
-				for _, a := range rows[i].Anns {
-					yield(a)
-				}
-			}
-		})
+		return insertTraces(ctx, tx, ownerID, datasetID, rows, now)
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -129,6 +69,73 @@ func (s *Store) AddTraces(ctx context.Context, ownerID, datasetID string, traces
 	}
 	s.noteIndexed(pieces)
 	return ids, nil
+}
+
+// insertTraces writes prepared traces with their annotations and search
+// index in tx, taking textsLock first: in a dataset each gets its index,
+// and the dataset its new trace count and last push.
+func insertTraces(ctx context.Context, tx pgx.Tx, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error {
+	if err := lockTexts(ctx, tx, false); err != nil {
+		return err
+	}
+	ds := pgtype.UUID{} // NULL outside a dataset
+	if datasetID != "" {
+		ds = uuidOf(datasetID)
+		var next int64
+		// FOR UPDATE: batches into one dataset take their indexes in turn.
+		if err := tx.QueryRow(ctx, `SELECT next_index FROM datasets WHERE id = $1 FOR UPDATE`, datasetID).Scan(&next); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return notFound("dataset %s", datasetID)
+			}
+			return err
+		}
+		given := make([]*int64, len(rows))
+		for i := range rows {
+			given[i] = rows[i].Given
+		}
+		idx, newNext := storeutil.AssignIndexes(next, given)
+		for i := range rows {
+			rows[i].Index = idx[i]
+		}
+		if _, err := tx.Exec(ctx, `UPDATE datasets SET next_index = $1, trace_count = trace_count + $2, last_pushed = $3 WHERE id = $4`,
+			newNext, len(rows), now, datasetID); err != nil {
+			return err
+		}
+	} else {
+		for i := range rows {
+			if rows[i].Given != nil {
+				rows[i].Index = *rows[i].Given
+			}
+		}
+	}
+	owner := uuidOf(ownerID)
+	nAnn := 0
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"traces"}, traceCopyCols, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+		r := &rows[i]
+		nAnn += len(r.Anns)
+		return []any{uuidOf(r.ID), ds, owner, r.Index, r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, now, int16(r.Encoding), r.Content}, nil
+	}))
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(rows))
+	docs := make([]storeutil.IndexDoc, len(rows))
+	for i := range rows {
+		ids[i], docs[i] = rows[i].ID, storeutil.IndexDoc{Doc: &rows[i].Doc, Hashes: rows[i].Hashes}
+	}
+	if err := insertDocs(ctx, tx, ids, docs); err != nil {
+		return err
+	}
+	if nAnn == 0 {
+		return nil
+	}
+	return copyAnnotations(ctx, tx, func(yield func(store.Annotation)) {
+		for i := range rows {
+			for _, a := range rows[i].Anns {
+				yield(a)
+			}
+		}
+	})
 }
 
 // copyAnnotations writes annotations with COPY.
@@ -240,38 +247,66 @@ func (s *Store) AppendEvents(ctx context.Context, id string, events []trace.Even
 		return notFound("trace %q", id)
 	}
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		if err := lockTexts(ctx, tx, false); err != nil {
-			return err
-		}
-		var meta, content []byte
-		var enc int16
-		if err := tx.QueryRow(ctx, `SELECT metadata, encoding, content FROM traces WHERE id = $1 FOR UPDATE`, id).Scan(&meta, &enc, &content); err != nil {
-			return err
-		}
-		if len(events) == 0 {
-			return nil
-		}
-		t, err := storeutil.DecodeContent(content, int(enc), meta)
-		if err != nil {
-			return err
-		}
-		first := len(t.Events)
-		t.Events = append(t.Events, events...)
-		content, newEnc := storeutil.EncodeContent(t)
-		if _, err = tx.Exec(ctx, `UPDATE traces SET content = $1, encoding = $2, event_count = $3 WHERE id = $4`, content, int16(newEnc), len(t.Events), id); err != nil {
-			return err
-		}
-		d := search.IndexEvents(events, first)
-		var seq int
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq) + 1, 0) FROM search_pieces WHERE trace_id = $1`, id).Scan(&seq); err != nil {
-			return err
-		}
-		return insertDocs(ctx, tx, []string{id}, []storeutil.IndexDoc{{Doc: &d, Seq: seq}})
+		_, err := appendToTrace(ctx, tx, id, events, nil, nil)
+		return err
 	})
 	if err != nil {
 		return fail(ctx, err, "append events to trace %s", id)
 	}
 	return nil
+}
+
+// appendToTrace adds events and spans to the end of stored trace id, with
+// their search index, and returns its event count after; it takes
+// textsLock, then the trace's row lock. check, when not nil, sees the
+// trace's dataset and event count before anything is written.
+func appendToTrace(ctx context.Context, tx pgx.Tx, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error) {
+	if err := lockTexts(ctx, tx, false); err != nil {
+		return 0, err
+	}
+	var ds *string
+	var count int
+	var meta, content []byte
+	var enc int16
+	if err := tx.QueryRow(ctx, `SELECT dataset_id, event_count, metadata, encoding, content FROM traces WHERE id = $1 FOR UPDATE`, id).
+		Scan(&ds, &count, &meta, &enc, &content); err != nil {
+		return 0, err
+	}
+	if check != nil {
+		in := ""
+		if ds != nil {
+			in = *ds
+		}
+		if err := check(in, count); err != nil {
+			return 0, err
+		}
+	}
+	if len(events) == 0 && len(spans) == 0 {
+		return count, nil
+	}
+	t, err := storeutil.DecodeContent(content, int(enc), meta)
+	if err != nil {
+		return 0, err
+	}
+	first := len(t.Events)
+	t.Events = append(t.Events, events...)
+	t.Spans = append(t.Spans, spans...)
+	content, newEnc := storeutil.EncodeContent(t)
+	if _, err = tx.Exec(ctx, `UPDATE traces SET content = $1, encoding = $2, event_count = $3 WHERE id = $4`, content, int16(newEnc), len(t.Events), id); err != nil {
+		return 0, err
+	}
+	d := search.IndexAppended(events, first, spans)
+	var seq int
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq) + 1, 0) FROM search_pieces WHERE trace_id = $1`, id).Scan(&seq); err != nil {
+		return 0, err
+	}
+	if err := insertDocs(ctx, tx, []string{id}, []storeutil.IndexDoc{{Doc: &d, Seq: seq}}); err != nil {
+		return 0, err
+	}
+	// A trace of spans not yet built has index rows now: its build must
+	// replace them, not take it for one without any.
+	_, err = tx.Exec(ctx, `UPDATE otel_pending SET fresh = false WHERE trace_id = $1 AND fresh`, id)
+	return len(t.Events), err
 }
 
 // DeleteTrace removes a trace and its annotations.
@@ -464,17 +499,18 @@ func (s *Store) replaceAnnotations(ctx context.Context, traceID, source, key, va
 
 // ---- policies ----
 
-const policyCols = `id, dataset_id, name, source, created_at, updated_at`
+const policyCols = `id, dataset_id, name, source, mode, created_at, updated_at`
 
 func scanPolicy(row pgx.Row) (store.Policy, error) {
 	var p store.Policy
-	err := row.Scan(&p.ID, &p.DatasetID, &p.Name, &p.Source, &p.CreatedAt, &p.UpdatedAt)
+	err := row.Scan(&p.ID, &p.DatasetID, &p.Name, &p.Source, &p.Mode, &p.CreatedAt, &p.UpdatedAt)
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	return p, err
 }
 
-// SavePolicy creates a policy or, by (dataset, name), updates its source. A
-// policy with an ID is updated by ID (which may rename it).
+// SavePolicy creates a policy or, by (dataset, name), updates its source
+// and mode ("" is log). A policy with an ID is updated by ID (which may
+// rename it).
 func (s *Store) SavePolicy(ctx context.Context, p store.Policy) (store.Policy, error) {
 	if err := storeutil.CheckName("policy", p.Name); err != nil {
 		return store.Policy{}, fmt.Errorf("postgres: save policy: %w", err)
@@ -482,23 +518,26 @@ func (s *Store) SavePolicy(ctx context.Context, p store.Policy) (store.Policy, e
 	if err := storeutil.CheckText("policy source", p.Source); err != nil {
 		return store.Policy{}, fmt.Errorf("postgres: save policy: %w", err)
 	}
+	mode, err := storeutil.PolicyMode(p.Mode)
+	if err != nil {
+		return store.Policy{}, fmt.Errorf("postgres: save policy: %w", err)
+	}
 	if !storeutil.ValidID(p.DatasetID) {
 		return store.Policy{}, notFound("save policy: dataset %q", p.DatasetID)
 	}
 	now := storeutil.Now()
 	var out store.Policy
-	var err error
 	if p.ID != "" {
 		if !storeutil.ValidID(p.ID) {
 			return store.Policy{}, notFound("policy %q", p.ID)
 		}
-		out, err = scanPolicy(s.pool.QueryRow(ctx, `UPDATE policies SET name = $1, source = $2, updated_at = $3
-			WHERE id = $4 AND dataset_id = $5 RETURNING `+policyCols, p.Name, p.Source, now, p.ID, p.DatasetID))
+		out, err = scanPolicy(s.pool.QueryRow(ctx, `UPDATE policies SET name = $1, source = $2, mode = $3, updated_at = $4
+			WHERE id = $5 AND dataset_id = $6 RETURNING `+policyCols, p.Name, p.Source, mode, now, p.ID, p.DatasetID))
 	} else {
-		out, err = scanPolicy(s.pool.QueryRow(ctx, `INSERT INTO policies (id, dataset_id, name, source, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $5)
-			ON CONFLICT (dataset_id, name) DO UPDATE SET source = excluded.source, updated_at = excluded.updated_at
-			RETURNING `+policyCols, storeutil.NewID(), p.DatasetID, p.Name, p.Source, now))
+		out, err = scanPolicy(s.pool.QueryRow(ctx, `INSERT INTO policies (id, dataset_id, name, source, mode, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $6)
+			ON CONFLICT (dataset_id, name) DO UPDATE SET source = excluded.source, mode = excluded.mode, updated_at = excluded.updated_at
+			RETURNING `+policyCols, storeutil.NewID(), p.DatasetID, p.Name, p.Source, mode, now))
 	}
 	if err != nil {
 		return store.Policy{}, fail(ctx, err, "save policy %q of dataset %s", p.Name, p.DatasetID)

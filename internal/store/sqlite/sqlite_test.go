@@ -3,9 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/pressly/goose/v3"
 
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/storetest"
@@ -82,5 +85,51 @@ func TestPragmas(t *testing.T) {
 	}
 	if len(b) < 100 || string(b[:16]) != "SQLite format 3\x00" || b[18] != 2 || b[19] != 2 {
 		t.Errorf("%s is not a WAL-mode SQLite file (header bytes 18, 19: %d, %d)", path, b[18], b[19])
+	}
+}
+
+// TestMigratePolicyMode: a policy saved before policies had a mode comes out
+// of the migration as log, and the column takes nothing but block or log.
+func TestMigratePolicyMode(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "lookout.db")
+	db, err := sql.Open("sqlite", path+"?_foreign_keys=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true), goose.WithAllowOutofOrder(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 8); err != nil {
+		t.Fatal(err)
+	}
+	const user, dataset, policy = "00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002", "00000000-0000-4000-8000-000000000003"
+	for _, q := range []string{
+		`INSERT INTO users (id, name, created_at) VALUES ('` + user + `', 'alice', 0)`,
+		`INSERT INTO datasets (id, owner_id, name, created_at) VALUES ('` + dataset + `', '` + user + `', 'd', 0)`,
+		`INSERT INTO policies (id, dataset_id, name, source, created_at, updated_at) VALUES ('` + policy + `', '` + dataset + `', 'old', 'raise "x"', 0, 0)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if got, err := st.Policy(ctx, policy); err != nil || got.Mode != store.PolicyLog || got.Source != `raise "x"` {
+		t.Errorf("the policy saved before the migration: %+v, %v; want mode log", got, err)
+	}
+	if _, err := st.w.ExecContext(ctx, `UPDATE policies SET mode = 'warn'`); err == nil {
+		t.Error("the mode column took 'warn'")
 	}
 }

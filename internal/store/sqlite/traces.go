@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
@@ -38,68 +39,7 @@ func (s *Store) AddTraces(ctx context.Context, ownerID, datasetID string, traces
 	}
 	at := -1 // the trace being inserted, for errors
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		var ds any // NULL outside a dataset
-		if datasetID != "" {
-			ds = datasetID
-			var next int64
-			if err := tx.QueryRowContext(ctx, `SELECT next_index FROM datasets WHERE id = ?`, datasetID).Scan(&next); err != nil {
-				if errors.Is(err, sql.ErrNoRows) {
-					return notFound("dataset %s", datasetID)
-				}
-				return err
-			}
-			given := make([]*int64, len(rows))
-			for i := range rows {
-				given[i] = rows[i].Given
-			}
-			idx, newNext := storeutil.AssignIndexes(next, given)
-			for i := range rows {
-				rows[i].Index = idx[i]
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE datasets SET next_index = ?, trace_count = trace_count + ?, last_pushed = ? WHERE id = ?`,
-				newNext, len(rows), micros(now), datasetID); err != nil {
-				return err
-			}
-		} else {
-			for i := range rows {
-				if rows[i].Given != nil {
-					rows[i].Index = *rows[i].Given
-				}
-			}
-		}
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer ins.Close()
-		var insAnn *sql.Stmt
-		for i := range rows {
-			at = i
-			r := &rows[i]
-			if _, err := ins.ExecContext(ctx, r.ID, ds, ownerID, r.Index, r.Name, optText(r.Metadata), optText(r.Hierarchy),
-				r.EventCount, micros(now), r.Encoding, r.Content); err != nil {
-				return err
-			}
-			if len(r.Anns) > 0 && insAnn == nil {
-				if insAnn, err = tx.PrepareContext(ctx, insertAnnotation); err != nil {
-					return err
-				}
-				defer insAnn.Close()
-			}
-			for _, a := range r.Anns {
-				if err := execAnnotation(ctx, insAnn, a); err != nil {
-					return err
-				}
-			}
-		}
-		at = -1
-		ids := make([]string, len(rows))
-		docs := make([]storeutil.IndexDoc, len(rows))
-		for i := range rows {
-			ids[i], docs[i] = rows[i].ID, storeutil.IndexDoc{Doc: &rows[i].Doc, Hashes: rows[i].Hashes}
-		}
-		return insertDocs(ctx, tx, ids, docs)
+		return insertTraces(ctx, tx, ownerID, datasetID, rows, now, &at)
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -115,6 +55,74 @@ func (s *Store) AddTraces(ctx context.Context, ownerID, datasetID string, traces
 		ids[i] = rows[i].ID
 	}
 	return ids, nil
+}
+
+// insertTraces writes prepared traces with their annotations and search
+// index in tx: in a dataset each gets its index, and the dataset its new
+// trace count and last push. *at is the trace being written, for errors.
+func insertTraces(ctx context.Context, tx *sql.Tx, ownerID, datasetID string, rows []storeutil.Row, now time.Time, at *int) error {
+	var ds any // NULL outside a dataset
+	if datasetID != "" {
+		ds = datasetID
+		var next int64
+		if err := tx.QueryRowContext(ctx, `SELECT next_index FROM datasets WHERE id = ?`, datasetID).Scan(&next); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return notFound("dataset %s", datasetID)
+			}
+			return err
+		}
+		given := make([]*int64, len(rows))
+		for i := range rows {
+			given[i] = rows[i].Given
+		}
+		idx, newNext := storeutil.AssignIndexes(next, given)
+		for i := range rows {
+			rows[i].Index = idx[i]
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE datasets SET next_index = ?, trace_count = trace_count + ?, last_pushed = ? WHERE id = ?`,
+			newNext, len(rows), micros(now), datasetID); err != nil {
+			return err
+		}
+	} else {
+		for i := range rows {
+			if rows[i].Given != nil {
+				rows[i].Index = *rows[i].Given
+			}
+		}
+	}
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	var insAnn *sql.Stmt
+	for i := range rows {
+		*at = i
+		r := &rows[i]
+		if _, err := ins.ExecContext(ctx, r.ID, ds, ownerID, r.Index, r.Name, optText(r.Metadata), optText(r.Hierarchy),
+			r.EventCount, micros(now), r.Encoding, r.Content); err != nil {
+			return err
+		}
+		if len(r.Anns) > 0 && insAnn == nil {
+			if insAnn, err = tx.PrepareContext(ctx, insertAnnotation); err != nil {
+				return err
+			}
+			defer insAnn.Close()
+		}
+		for _, a := range r.Anns {
+			if err := execAnnotation(ctx, insAnn, a); err != nil {
+				return err
+			}
+		}
+	}
+	*at = -1
+	ids := make([]string, len(rows))
+	docs := make([]storeutil.IndexDoc, len(rows))
+	for i := range rows {
+		ids[i], docs[i] = rows[i].ID, storeutil.IndexDoc{Doc: &rows[i].Doc, Hashes: rows[i].Hashes}
+	}
+	return insertDocs(ctx, tx, ids, docs)
 }
 
 // Trace reads one trace.
@@ -201,31 +209,54 @@ func (s *Store) AppendEvents(ctx context.Context, id string, events []trace.Even
 		return notFound("trace %q", id)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var meta, content []byte
-		var enc int
-		if err := tx.QueryRowContext(ctx, `SELECT metadata, encoding, content FROM traces WHERE id = ?`, id).Scan(&meta, &enc, &content); err != nil {
-			return err
-		}
-		if len(events) == 0 {
-			return nil
-		}
-		t, err := storeutil.DecodeContent(content, enc, meta)
-		if err != nil {
-			return err
-		}
-		first := len(t.Events)
-		t.Events = append(t.Events, events...)
-		content, enc = storeutil.EncodeContent(t)
-		if _, err = tx.ExecContext(ctx, `UPDATE traces SET content = ?, encoding = ?, event_count = ? WHERE id = ?`, content, enc, len(t.Events), id); err != nil {
-			return err
-		}
-		d := search.IndexEvents(events, first)
-		return insertDocs(ctx, tx, []string{id}, []storeutil.IndexDoc{{Doc: &d}})
+		_, err := appendToTrace(ctx, tx, id, events, nil, nil)
+		return err
 	})
 	if err != nil {
 		return fail(ctx, err, "append events to trace %s", id)
 	}
 	return nil
+}
+
+// appendToTrace adds events and spans to the end of stored trace id, with
+// their search index, and returns its event count after. check, when not
+// nil, sees the trace's dataset and event count before anything is
+// written.
+func appendToTrace(ctx context.Context, tx *sql.Tx, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error) {
+	var ds sql.NullString
+	var count, enc int
+	var meta, content []byte
+	if err := tx.QueryRowContext(ctx, `SELECT dataset_id, event_count, metadata, encoding, content FROM traces WHERE id = ?`, id).
+		Scan(&ds, &count, &meta, &enc, &content); err != nil {
+		return 0, err
+	}
+	if check != nil {
+		if err := check(ds.String, count); err != nil {
+			return 0, err
+		}
+	}
+	if len(events) == 0 && len(spans) == 0 {
+		return count, nil
+	}
+	t, err := storeutil.DecodeContent(content, enc, meta)
+	if err != nil {
+		return 0, err
+	}
+	first := len(t.Events)
+	t.Events = append(t.Events, events...)
+	t.Spans = append(t.Spans, spans...)
+	content, enc = storeutil.EncodeContent(t)
+	if _, err = tx.ExecContext(ctx, `UPDATE traces SET content = ?, encoding = ?, event_count = ? WHERE id = ?`, content, enc, len(t.Events), id); err != nil {
+		return 0, err
+	}
+	d := search.IndexAppended(events, first, spans)
+	if err := insertDocs(ctx, tx, []string{id}, []storeutil.IndexDoc{{Doc: &d}}); err != nil {
+		return 0, err
+	}
+	// A trace of spans not yet built has index rows now: its build must
+	// replace them, not take it for one without any.
+	_, err = tx.ExecContext(ctx, `UPDATE otel_pending SET fresh = 0 WHERE trace_id = ? AND fresh`, id)
+	return len(t.Events), err
 }
 
 // DeleteTrace removes a trace and its annotations.
@@ -265,6 +296,24 @@ type execer interface {
 func execAnnotation(ctx context.Context, st execer, a store.Annotation) error {
 	_, err := st.ExecContext(ctx, a.ID, a.TraceID, a.Address, a.Content, a.Source, a.Author, optText(a.Extra), micros(a.CreatedAt), micros(a.UpdatedAt))
 	return err
+}
+
+// insertAnnotations writes prepared annotations.
+func insertAnnotations(ctx context.Context, tx *sql.Tx, as []store.Annotation) error {
+	if len(as) == 0 {
+		return nil
+	}
+	st, err := tx.PrepareContext(ctx, insertAnnotation)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, a := range as {
+		if err := execAnnotation(ctx, st, a); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 const annotationCols = `id, trace_id, address, content, source, author, extra, created_at, updated_at`
@@ -406,20 +455,7 @@ func (s *Store) replaceAnnotations(ctx context.Context, traceID, source, key, va
 		if _, err := tx.ExecContext(ctx, del, args...); err != nil {
 			return err
 		}
-		if len(prepared) == 0 {
-			return nil
-		}
-		st, err := tx.PrepareContext(ctx, insertAnnotation)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for _, a := range prepared {
-			if err := execAnnotation(ctx, st, a); err != nil {
-				return err
-			}
-		}
-		return nil
+		return insertAnnotations(ctx, tx, prepared)
 	})
 	if err != nil {
 		return fail(ctx, err, "replace %s annotations of trace %s", source, traceID)
@@ -429,18 +465,19 @@ func (s *Store) replaceAnnotations(ctx context.Context, traceID, source, key, va
 
 // ---- policies ----
 
-const policyCols = `id, dataset_id, name, source, created_at, updated_at`
+const policyCols = `id, dataset_id, name, source, mode, created_at, updated_at`
 
 func scanPolicy(row interface{ Scan(...any) error }) (store.Policy, error) {
 	var p store.Policy
 	var created, updated int64
-	err := row.Scan(&p.ID, &p.DatasetID, &p.Name, &p.Source, &created, &updated)
+	err := row.Scan(&p.ID, &p.DatasetID, &p.Name, &p.Source, &p.Mode, &created, &updated)
 	p.CreatedAt, p.UpdatedAt = storeutil.FromMicros(created), storeutil.FromMicros(updated)
 	return p, err
 }
 
-// SavePolicy creates a policy or, by (dataset, name), updates its source. A
-// policy with an ID is updated by ID (which may rename it).
+// SavePolicy creates a policy or, by (dataset, name), updates its source
+// and mode ("" is log). A policy with an ID is updated by ID (which may
+// rename it).
 func (s *Store) SavePolicy(ctx context.Context, p store.Policy) (store.Policy, error) {
 	if err := storeutil.CheckName("policy", p.Name); err != nil {
 		return store.Policy{}, fmt.Errorf("sqlite: save policy: %w", err)
@@ -448,23 +485,26 @@ func (s *Store) SavePolicy(ctx context.Context, p store.Policy) (store.Policy, e
 	if err := storeutil.CheckText("policy source", p.Source); err != nil {
 		return store.Policy{}, fmt.Errorf("sqlite: save policy: %w", err)
 	}
+	mode, err := storeutil.PolicyMode(p.Mode)
+	if err != nil {
+		return store.Policy{}, fmt.Errorf("sqlite: save policy: %w", err)
+	}
 	if !storeutil.ValidID(p.DatasetID) {
 		return store.Policy{}, notFound("save policy: dataset %q", p.DatasetID)
 	}
 	now := micros(storeutil.Now())
 	var out store.Policy
-	var err error
 	if p.ID != "" {
 		if !storeutil.ValidID(p.ID) {
 			return store.Policy{}, notFound("policy %q", p.ID)
 		}
-		out, err = scanPolicy(s.w.QueryRowContext(ctx, `UPDATE policies SET name = ?, source = ?, updated_at = ?
-			WHERE id = ? AND dataset_id = ? RETURNING `+policyCols, p.Name, p.Source, now, p.ID, p.DatasetID))
+		out, err = scanPolicy(s.w.QueryRowContext(ctx, `UPDATE policies SET name = ?, source = ?, mode = ?, updated_at = ?
+			WHERE id = ? AND dataset_id = ? RETURNING `+policyCols, p.Name, p.Source, mode, now, p.ID, p.DatasetID))
 	} else {
-		out, err = scanPolicy(s.w.QueryRowContext(ctx, `INSERT INTO policies (id, dataset_id, name, source, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (dataset_id, name) DO UPDATE SET source = excluded.source, updated_at = excluded.updated_at
-			RETURNING `+policyCols, storeutil.NewID(), p.DatasetID, p.Name, p.Source, now, now))
+		out, err = scanPolicy(s.w.QueryRowContext(ctx, `INSERT INTO policies (id, dataset_id, name, source, mode, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (dataset_id, name) DO UPDATE SET source = excluded.source, mode = excluded.mode, updated_at = excluded.updated_at
+			RETURNING `+policyCols, storeutil.NewID(), p.DatasetID, p.Name, p.Source, mode, now, now))
 	}
 	if err != nil {
 		return store.Policy{}, fail(ctx, err, "save policy %q of dataset %s", p.Name, p.DatasetID)

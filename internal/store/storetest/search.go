@@ -543,14 +543,20 @@ func testSearchConsistency(t *testing.T, open func(t *testing.T) store.Store) {
 					nts = append(nts, store.NewTrace{Trace: &c})
 				}
 				live = append(live, e.add(alice.ID, d.ID, nts...)...)
-			case op < 6: // append events taken from another trace
+			case op < 6: // append events taken from another trace, or a conversation step of them and a span
 				id := live[r.IntN(len(live))]
 				src := pool[r.IntN(len(pool))]
 				evs := append([]trace.Event{}, src.Events[:min(len(src.Events), 1+r.IntN(5))]...)
 				evs = append(evs, trace.Event{Role: "assistant", Content: trace.TextContent("Appended text, step " + strconv.Itoa(step))})
-				if err := e.st.AppendEvents(e.ctx, id, evs); err != nil {
-					t.Fatal(err)
+				if r.IntN(2) == 0 {
+					if err := e.st.AppendEvents(e.ctx, id, evs); err != nil {
+						t.Fatal(err)
+					}
+					break
 				}
+				e.record(alice.ID, d.ID, store.ConversationStep{TraceID: id, ExpectEvents: len(e.get(id).Trace.Events), Events: evs,
+					Spans: []trace.Span{{ID: "gw-" + strconv.Itoa(step), Name: "Appended text, span of step " + strconv.Itoa(step), Kind: "llm"}},
+					Head:  "step-" + strconv.Itoa(step)})
 			case op < 8: // annotate
 				id := live[r.IntN(len(live))]
 				if r.IntN(2) == 0 {

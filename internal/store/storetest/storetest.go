@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ReplaceAnnotations", testReplaceAnnotations},
 		{"ReplaceAnnotationsOf", testReplaceAnnotationsOf},
 		{"Policies", testPolicies},
+		{"PolicyModes", testPolicyModes},
 		{"Scores", testScores},
 		{"CriteriaAndRuns", testCriteriaAndRuns},
 		{"Benchmarks", testBenchmarks},
@@ -56,6 +57,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AcceptSpansConcurrently", testAcceptSpansConcurrently},
 		{"SearchConformance", testSearchConformance},
 		{"SearchConsistency", testSearchConsistency},
+		{"Conversations", testConversations},
+		{"ConversationsConcurrently", testConversationsConcurrently},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -1339,6 +1342,76 @@ func testPolicies(t *testing.T, open func(t *testing.T) store.Store) {
 	wantErr(t, "deleted policy", err, store.ErrNotFound)
 	if ps, _ := e.st.ListPolicies(ctx, d.ID); len(ps) != 1 || ps[0].ID != p2.ID {
 		t.Errorf("after delete: %+v", ps)
+	}
+}
+
+// testPolicyModes checks the mode of saved policies: log unless said,
+// kept and changed by every way of saving, and nothing but block or log.
+func testPolicyModes(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	ctx := e.ctx
+	alice := e.user("alice")
+	d := e.dataset(alice, "d", false)
+	save := func(p store.Policy) store.Policy {
+		t.Helper()
+		p.DatasetID = d.ID
+		out, err := e.st.SavePolicy(ctx, p)
+		if err != nil {
+			t.Fatalf("SavePolicy(%+v): %v", p, err)
+		}
+		return out
+	}
+	// mode checks what every read of policy id says its mode is.
+	mode := func(what, id, want string) {
+		t.Helper()
+		if p, err := e.st.Policy(ctx, id); err != nil || p.Mode != want {
+			t.Errorf("%s: Policy().Mode = %q (%v), want %q", what, p.Mode, err, want)
+		}
+		ps, err := e.st.ListPolicies(ctx, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			if p.ID == id && p.Mode != want {
+				t.Errorf("%s: ListPolicies().Mode = %q, want %q", what, p.Mode, want)
+			}
+		}
+	}
+	logged := save(store.Policy{Name: "logged", Source: "raise 'x'"})
+	if logged.Mode != store.PolicyLog {
+		t.Errorf("a policy saved without a mode has mode %q, want log", logged.Mode)
+	}
+	mode("default", logged.ID, store.PolicyLog)
+	blocking := save(store.Policy{Name: "blocking", Source: "raise 'y'", Mode: store.PolicyBlock})
+	if blocking.Mode != store.PolicyBlock {
+		t.Errorf("SavePolicy(block) = mode %q", blocking.Mode)
+	}
+	mode("saved as block", blocking.ID, store.PolicyBlock)
+
+	// By name: the mode given replaces the stored one ("" is log).
+	if p := save(store.Policy{Name: "logged", Source: "raise 'x'", Mode: store.PolicyBlock}); p.ID != logged.ID || p.Mode != store.PolicyBlock {
+		t.Errorf("saving by name with block = %+v", p)
+	}
+	mode("changed by name", logged.ID, store.PolicyBlock)
+	save(store.Policy{Name: "logged", Source: "raise 'x'"})
+	mode("saved by name without a mode", logged.ID, store.PolicyLog)
+	// By id.
+	if p := save(store.Policy{ID: blocking.ID, Name: "blocking", Source: "raise 'y'", Mode: store.PolicyLog}); p.Mode != store.PolicyLog {
+		t.Errorf("saving by id with log = %+v", p)
+	}
+	mode("changed by id", blocking.ID, store.PolicyLog)
+	save(store.Policy{ID: blocking.ID, Name: "blocking", Source: "raise 'y'", Mode: store.PolicyBlock})
+	mode("changed back by id", blocking.ID, store.PolicyBlock)
+
+	for _, bad := range []string{"Block", "warn", " log", "block\x00"} {
+		_, err := e.st.SavePolicy(ctx, store.Policy{DatasetID: d.ID, Name: "bad", Source: "raise 'z'", Mode: bad})
+		wantErr(t, fmt.Sprintf("new policy with mode %q", bad), err, store.ErrInvalid)
+		_, err = e.st.SavePolicy(ctx, store.Policy{ID: blocking.ID, DatasetID: d.ID, Name: "blocking", Source: "raise 'y'", Mode: bad})
+		wantErr(t, fmt.Sprintf("update to mode %q", bad), err, store.ErrInvalid)
+	}
+	mode("after refused updates", blocking.ID, store.PolicyBlock)
+	if ps, err := e.st.ListPolicies(ctx, d.ID); err != nil || len(ps) != 2 {
+		t.Errorf("a policy with a bad mode was stored: %+v, %v", ps, err)
 	}
 }
 

@@ -1,16 +1,36 @@
 // Write, save and run a guardrail policy over a dataset (internal/server
+// policy.go): syntax colouring, errors at line:col, live progress, the list
+// of flagged traces to filter to, and each saved policy's mode (what the
+// gateway does with a violation: block the call, or only log it).
 import type { ComponentChildren } from 'preact';
-// policy.go): syntax colouring, errors at line:col, live progress, and the
-// list of flagged traces to filter to.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError } from '../lib/api';
 import { tokenizeCode } from '../lib/markdown';
 import { readSSE } from '../lib/sse';
 
+type Mode = 'block' | 'log';
+
 interface Policy {
   id: string;
   name: string;
   source: string;
+  mode: Mode;
+}
+
+/** ModeSelect picks a policy's mode. */
+function ModeSelect(props: { value: Mode; label: string; class?: string; onChange: (m: Mode) => void }) {
+  return (
+    <select
+      class={props.class}
+      value={props.value}
+      aria-label={props.label}
+      title="what the gateway does with a violation: block the call, or only log it"
+      onChange={(e) => props.onChange(e.currentTarget.value as Mode)}
+    >
+      <option value="log">log</option>
+      <option value="block">block</option>
+    </select>
+  );
 }
 
 interface Diagnostic {
@@ -94,6 +114,7 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
   const [sel, setSel] = useState<string>('');
   const [name, setName] = useState('no-tool-after-refusal');
   const [src, setSrc] = useState(examplePolicy);
+  const [mode, setMode] = useState<Mode>('log');
   const [diags, setDiags] = useState<Diagnostic[]>([]);
   const [msg, setMsg] = useState('');
   const [check, setCheck] = useState<CheckState | null>(null);
@@ -123,7 +144,7 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
   const save = async (): Promise<string | null> => {
     setMsg('');
     try {
-      const body = { name: name.trim(), source: src };
+      const body = { name: name.trim(), source: src, mode };
       const p = sel
         ? await api.raw<Policy>('PUT', `/datasets/${encodeURIComponent(datasetId)}/policies/${encodeURIComponent(sel)}`, body)
         : await api.raw<Policy>('POST', `/datasets/${encodeURIComponent(datasetId)}/policies`, body);
@@ -137,6 +158,19 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
       setDiags(d);
       if (!d.length) setMsg((e as Error).message);
       return null;
+    }
+  };
+  // setPolicyMode saves a saved policy's new mode at once.
+  const setPolicyMode = async (p: Policy, m: Mode) => {
+    setMsg('');
+    try {
+      const out = await api.raw<Policy>('PUT', `/datasets/${encodeURIComponent(datasetId)}/policies/${encodeURIComponent(p.id)}`, { mode: m });
+      setPolicies((ps) => ps.map((x) => (x.id === out.id ? out : x)));
+      if (sel === out.id) setMode(out.mode);
+      setMsg(`${out.name}: mode ${out.mode}`);
+    } catch (e) {
+      setMsg((e as Error).message);
+      load();
     }
   };
   const run = async () => {
@@ -204,6 +238,7 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
             if (p) {
               setName(p.name);
               setSrc(p.source);
+              setMode(p.mode ?? 'log');
             }
           }}
         >
@@ -213,7 +248,24 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
           ))}
         </select>
         <input value={name} onInput={(e) => setName(e.currentTarget.value)} aria-label="policy name" placeholder="policy name" />
+        <label class="muted">
+          mode <ModeSelect value={mode} label="policy mode" onChange={setMode} />
+        </label>
       </div>
+      {policies.length > 0 && (
+        <ul class="policy-modes">
+          {policies.map((p) => (
+            <li data-policy={p.name}>
+              <span class="policy-name">{p.name}</span>
+              {props.canWrite ? (
+                <ModeSelect value={p.mode} label={`mode of ${p.name}`} class="policy-mode" onChange={(m) => setPolicyMode(p, m)} />
+              ) : (
+                <span class={`badge mode-${p.mode}`}>{p.mode}</span>
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
       <Editor value={src} onInput={setSrc} errLines={errLines} />
       {diags.length > 0 && (
         <ul class="diags">

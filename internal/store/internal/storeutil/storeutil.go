@@ -289,6 +289,18 @@ func CheckName(what, name string) error {
 	return nil
 }
 
+// PolicyMode returns the mode a policy is stored with: "" is
+// store.PolicyLog; anything but block or log is ErrInvalid.
+func PolicyMode(mode string) (string, error) {
+	switch mode {
+	case "":
+		return store.PolicyLog, nil
+	case store.PolicyBlock, store.PolicyLog:
+		return mode, nil
+	}
+	return "", fmt.Errorf("policy mode %q: want %q or %q: %w", mode, store.PolicyBlock, store.PolicyLog, store.ErrInvalid)
+}
+
 // CheckText checks a string the store keeps as text: it must be UTF-8
 // without NUL characters (what PostgreSQL's text type holds).
 func CheckText(what, s string) error {
