@@ -36,7 +36,7 @@ FUZZ_TARGETS := \
 	./internal/gateway:FuzzParseRequest \
 	./internal/gateway:FuzzStream
 
-.PHONY: all build test lint fuzz bench tools clean
+.PHONY: all build test lint fuzz bench tools clean sdk-deps
 
 all: build
 
@@ -55,7 +55,7 @@ lint: tools
 	$(GO) vet ./...
 	$(GOBIN)/staticcheck ./...
 
-test: lint
+test: lint sdk-deps
 	$(GO) test -race -count=1 ./...
 
 fuzz:
@@ -101,3 +101,13 @@ web-check: web
 
 bench-web: web/node_modules/.package-lock.json
 	cd web && node bench/paint.mjs
+
+# The official LLM SDKs (openai, @anthropic-ai/sdk, @google/genai) whose
+# agent scripts the gateway's tests run with node against fake providers and
+# a real lookout serve (internal/server/testdata/sdk, locked versions).
+SDK_DIR := internal/server/testdata/sdk
+
+$(SDK_DIR)/node_modules/.package-lock.json: $(SDK_DIR)/package.json $(SDK_DIR)/package-lock.json
+	cd $(SDK_DIR) && $(NPM) ci --no-audit --no-fund
+
+sdk-deps: $(SDK_DIR)/node_modules/.package-lock.json
