@@ -102,6 +102,7 @@ func TestRefusals(t *testing.T) {
 		{"openai key with a suffix", upstreamtest.OpenAI, oa, `{"model":"m","messages":[` + user + `]}`, []string{"Authorization", "Bearer sk-right;invariant-auth=inv"}, 401, "Incorrect API key"},
 		{"openai bad path", upstreamtest.OpenAI, func(f *upstreamtest.Fake) string { return f.URL() + "/completions" }, `{}`, []string{"Authorization", "Bearer " + key}, 404, "Invalid URL (POST /v1/completions)"},
 		{"openai not JSON", upstreamtest.OpenAI, oa, `{"model":`, []string{"Authorization", "Bearer " + key}, 400, "could not parse the JSON body"},
+		{"openai a message not an object", upstreamtest.OpenAI, oa, `{"model":"m","messages":[` + user + `,5]}`, []string{"Authorization", "Bearer " + key}, 400, "Invalid type for 'messages[1]'"},
 		{"openai no messages", upstreamtest.OpenAI, oa, `{"model":"m"}`, []string{"Authorization", "Bearer " + key}, 400, "Missing required parameter: 'messages'"},
 		{"openai unanswered call", upstreamtest.OpenAI, oa, `{"model":"m","messages":[` + user + `,{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},` + user + `]}`, []string{"Authorization", "Bearer " + key}, 400, "did not have response messages: call_1"},
 		{"openai stray tool output", upstreamtest.OpenAI, oa, `{"model":"m","messages":[` + user + `,{"role":"tool","tool_call_id":"call_9","content":"x"}]}`, []string{"Authorization", "Bearer " + key}, 400, "must be a response to a preceeding message with 'tool_calls'"},

@@ -35,9 +35,9 @@ func redactKey(k string) string {
 }
 
 type openaiRequest struct {
-	Model         *string           `json:"model"`
-	Messages      []json.RawMessage `json:"messages"`
-	Stream        *bool             `json:"stream"`
+	Model         *string         `json:"model"`
+	Messages      []openaiMessage `json:"messages"`
+	Stream        *bool           `json:"stream"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -63,6 +63,18 @@ func (openaiAPI) parse(r *http.Request, body []byte) (parsed, *apiError) {
 	}
 	var req openaiRequest
 	if err := decodeObject(body, &req); err != nil {
+		// JSON of the wrong shape: name the message at fault, as OpenAI does.
+		var loose struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		if json.Unmarshal(body, &loose) == nil {
+			for i, raw := range loose.Messages {
+				var m openaiMessage
+				if json.Unmarshal(raw, &m) != nil {
+					return parsed{}, &apiError{status: http.StatusBadRequest, message: fmt.Sprintf("Invalid type for 'messages[%d]': expected an object, but got something else instead.", i), param: fmt.Sprintf("messages[%d]", i), code: "invalid_type"}
+				}
+			}
+		}
 		return parsed{}, &apiError{status: http.StatusBadRequest, message: "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"}
 	}
 	if req.Model == nil || *req.Model == "" {
@@ -85,11 +97,7 @@ func (openaiAPI) parse(r *http.Request, body []byte) (parsed, *apiError) {
 	// every call must be answered before the conversation goes on.
 	var pending []string
 	pendingAt := 0
-	for i, raw := range req.Messages {
-		var m openaiMessage
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return parsed{}, &apiError{status: http.StatusBadRequest, message: fmt.Sprintf("Invalid type for 'messages[%d]': expected an object, but got something else instead.", i), param: fmt.Sprintf("messages[%d]", i), code: "invalid_type"}
-		}
+	for i, m := range req.Messages {
 		switch m.Role {
 		case "system", "developer", "user", "assistant", "tool", "function":
 		default:

@@ -59,6 +59,22 @@ func WeatherScript() Script {
 	}
 }
 
+// AgentScript is three turns that catch careless stream handling: text and
+// two interleaved calls whose arguments hold \u escapes and escaped
+// quotes; then a call with an id given by the script (Gemini's only id);
+// then text with multi-byte runes, among them "Paris".
+func AgentScript(p Provider) Script {
+	id := map[Provider]string{OpenAI: "call_paris_1", Anthropic: "toolu_01Paris", Gemini: "fc-paris-1"}[p]
+	return Script{
+		{Text: "Let me check both.", InputTokens: 120, OutputTokens: 31, Calls: []Call{
+			{Name: "get_weather", Arguments: `{"city":"S\u00e3o Paulo \"SP\""}`},
+			{Name: "get_time", Arguments: `{"timezone":"America/Sao_Paulo"}`},
+		}},
+		{InputTokens: 210, OutputTokens: 12, Calls: []Call{{ID: id, Name: "get_weather", Arguments: `{"city":"Paris"}`}}},
+		{Text: "São Paulo: 18 °C, cloudy, 14:05 ☁️. Paris: 18 °C 🌦 — take a jacket.", InputTokens: 260, OutputTokens: 40},
+	}
+}
+
 // turn picks the answer for a request holding n assistant messages.
 func (s Script) turn(n int) (Turn, int) {
 	if len(s) == 0 {

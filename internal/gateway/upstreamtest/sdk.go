@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 )
 
 // SDKDir is the Node package of agent scripts that use the official SDKs
@@ -53,6 +54,7 @@ type SDKEnv struct {
 	Stream  bool
 	Headers map[string]string // extra headers on every request
 	Prompt  string            // "" for "What's the weather in Paris?"
+	System  string            // "" for the scripts' default system prompt
 	// MaxTurns bounds the model calls (0: 4).
 	MaxTurns int
 }
@@ -131,6 +133,7 @@ func (s *SDK) Run(ctx context.Context, p Provider, env SDKEnv) (*SDKRun, error) 
 		"LOOKOUT_SDK_API_KEY="+env.APIKey,
 		"LOOKOUT_SDK_MODEL="+env.Model,
 		"LOOKOUT_SDK_PROMPT="+env.Prompt,
+		"LOOKOUT_SDK_SYSTEM="+env.System,
 		"LOOKOUT_SDK_MAX_TURNS="+turns,
 		"LOOKOUT_SDK_STREAM="+stream,
 		"LOOKOUT_SDK_HEADERS=",
@@ -152,4 +155,109 @@ func (s *SDK) Run(ctx context.Context, p Provider, env SDKEnv) (*SDKRun, error) 
 		return nil, fmt.Errorf("node %s.mjs printed no summary: %w\nstdout:\n%s\nstderr:\n%s", p, err, stdout.Bytes(), stderr.Bytes())
 	}
 	return &run, nil
+}
+
+// Mismatches lists where run differs from what the script makes p's SDK
+// return: each call's text, tool calls (names, arguments, ids), usage and
+// finish reason; streamed, the text deltas (several, joining to the text)
+// and the tool calls' pieces; the final text and the tool outputs sent
+// back. Empty when the run is exactly the script.
+func (s Script) Mismatches(p Provider, run *SDKRun) []string {
+	var out []string
+	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	if run.Error != nil {
+		bad("the SDK raised %s (status %v): %s", run.Error.Name, run.Error.Status, run.Error.Message)
+	}
+	if len(run.Calls) != len(s) {
+		bad("%d model calls, want %d", len(run.Calls), len(s))
+		return out
+	}
+	outputs := 0
+	for i, turn := range s {
+		c := run.Calls[i]
+		r := c.Response
+		if r == nil {
+			bad("call %d: no response", i)
+			continue
+		}
+		if r.Text != turn.Text {
+			bad("call %d: text %q, want %q", i, r.Text, turn.Text)
+		}
+		if len(r.ToolCalls) != len(turn.Calls) {
+			bad("call %d: %d tool calls, want %d: %+v", i, len(r.ToolCalls), len(turn.Calls), r.ToolCalls)
+			continue
+		}
+		outputs += len(turn.Calls)
+		for j, want := range turn.Calls {
+			got := r.ToolCalls[j]
+			if got.Name != want.Name || !SameJSON([]byte(got.Arguments), []byte(want.Arguments)) {
+				bad("call %d: tool call %d is %s(%s), want %s(%s)", i, j, got.Name, got.Arguments, want.Name, want.Arguments)
+			}
+			if p == OpenAI && got.Arguments != want.Arguments {
+				bad("call %d: OpenAI arguments %q, want the exact text %q", i, got.Arguments, want.Arguments)
+			}
+			switch {
+			case want.ID != "" && got.ID != want.ID:
+				bad("call %d: tool call id %q, want %q", i, got.ID, want.ID)
+			case want.ID == "" && p == Gemini && got.ID != "":
+				bad("call %d: Gemini gave id %q to a call without one", i, got.ID)
+			case want.ID == "" && p != Gemini && got.ID == "":
+				bad("call %d: tool call without an id", i)
+			}
+		}
+		if u := r.Usage; u.InputTokens == nil || *u.InputTokens != turn.InputTokens || u.OutputTokens == nil || *u.OutputTokens != turn.OutputTokens {
+			bad("call %d: usage %v/%v, want %d/%d", i, deref(u.InputTokens), deref(u.OutputTokens), turn.InputTokens, turn.OutputTokens)
+		}
+		if want := finishReason(p, turn); r.FinishReason != want {
+			bad("call %d: finish reason %q, want %q", i, r.FinishReason, want)
+		}
+		if run.Stream {
+			if got := strings.Join(c.TextDeltas, ""); got != turn.Text {
+				bad("call %d: streamed text %q, want %q", i, got, turn.Text)
+			}
+			if len(SplitText(turn.Text)) > 1 && len(c.TextDeltas) < 2 {
+				bad("call %d: the text came in %d delta(s), want several", i, len(c.TextDeltas))
+			}
+			if len(turn.Calls) > 0 && p != Gemini && c.ToolCallChunks <= len(turn.Calls) {
+				bad("call %d: the tool calls came in %d chunks, want their arguments in pieces", i, c.ToolCallChunks)
+			}
+		}
+	}
+	if last := s[len(s)-1]; len(last.Calls) == 0 && (run.FinalText == nil || *run.FinalText != last.Text) {
+		bad("final text %v, want %q", deref(run.FinalText), last.Text)
+	}
+	if len(run.ToolOutputs) != outputs {
+		bad("%d tool outputs sent back, want %d", len(run.ToolOutputs), outputs)
+	}
+	return out
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// finishReason is the finish reason p's SDK reports for a turn.
+func finishReason(p Provider, t Turn) string {
+	switch p {
+	case OpenAI:
+		return openaiFinish(t)
+	case Anthropic:
+		return anthropicStop(t)
+	}
+	return "STOP" // Gemini's, with or without function calls
+}
+
+// SameJSON reports whether a and b are the same JSON value (member order
+// and spacing aside); false when either is not JSON.
+func SameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
 }
