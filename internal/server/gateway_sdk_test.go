@@ -143,7 +143,7 @@ func (g *gatewayRig) checkUpstream(t *testing.T, p upstreamtest.Provider, done i
 // records off the request path) and returns it, read over the API.
 func waitTrace(t *testing.T, f *fixture, dataset string, n int) *trace.Trace {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // liveness only: a loaded machine
 	last := "no dataset"
 	for time.Now().Before(deadline) {
 		var list struct{ Datasets []struct{ ID string } }
