@@ -39,7 +39,7 @@ FUZZ_TARGETS := \
 	./internal/gateway/mcp:FuzzParse \
 	./internal/gateway/mcp:FuzzSession
 
-.PHONY: all build test lint fuzz bench tools clean mcp-deps
+.PHONY: all build test lint fuzz bench tools clean mcp-deps sdk-deps
 
 all: build
 
@@ -58,7 +58,7 @@ lint: tools
 	$(GO) vet ./...
 	$(GOBIN)/staticcheck ./...
 
-test: lint mcp-deps
+test: lint mcp-deps sdk-deps
 	$(GO) test -race -count=1 ./...
 
 # The real MCP client and servers (npm) that the MCP gateway's tests run
@@ -111,3 +111,13 @@ web-check: web
 
 bench-web: web/node_modules/.package-lock.json
 	cd web && node bench/paint.mjs
+
+# The official LLM SDKs (openai, @anthropic-ai/sdk, @google/genai) whose
+# agent scripts the gateway's tests run with node against fake providers and
+# a real lookout serve (internal/server/testdata/sdk, locked versions).
+SDK_DIR := internal/server/testdata/sdk
+
+$(SDK_DIR)/node_modules/.package-lock.json: $(SDK_DIR)/package.json $(SDK_DIR)/package-lock.json
+	cd $(SDK_DIR) && $(NPM) ci --no-audit --no-fund
+
+sdk-deps: $(SDK_DIR)/node_modules/.package-lock.json

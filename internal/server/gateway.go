@@ -224,16 +224,12 @@ func (s *Server) proxyCall(w http.ResponseWriter, r *http.Request, dataset, prov
 		return err
 	}
 	target := strings.TrimRight(base, "/") + sub
-	q := r.URL.Query()
-	if provider == "gemini" {
-		if k := q.Get("key"); k != "" { // the key in the query, possibly with Lookout's
-			if pk, _, ok := strings.Cut(k, ";invariant-auth="); ok {
-				q.Set("key", pk)
-			}
-		}
+	query := r.URL.RawQuery
+	if provider == "gemini" { // the key in the query, possibly with Lookout's
+		query, _ = splitQueryKey(query)
 	}
-	if len(q) > 0 {
-		target += "?" + q.Encode()
+	if query != "" {
+		target += "?" + query
 	}
 	call, model, stream, ok := recordedCall(provider, r.Method, sub)
 	if !ok {
@@ -369,8 +365,8 @@ func (s *Server) gatewayPrincipal(r *http.Request, provider string, header http.
 		header.Set(name, strings.TrimSpace(pk))
 	}
 	if provider == "gemini" {
-		if _, lk, ok := strings.Cut(r.URL.Query().Get("key"), ";invariant-auth="); ok && key == "" {
-			key = strings.TrimSpace(lk)
+		if _, lk := splitQueryKey(r.URL.RawQuery); lk != "" && key == "" {
+			key = lk
 		}
 	}
 	ctx := r.Context()
@@ -397,6 +393,33 @@ func (s *Server) gatewayPrincipal(r *http.Request, provider string, header http.
 	}
 	return nil, errorf(http.StatusUnauthorized, codeUnauthorized,
 		`the gateway needs a Lookout API key: send "Invariant-Authorization: Bearer <key>" or append ";invariant-auth=<key>" to the provider key`)
+}
+
+// splitQueryKey takes Lookout's key off Gemini's ?key=<provider
+// key>;invariant-auth=<Lookout key>, and returns the query to send upstream
+// (the provider key alone) and the Lookout key. It reads the raw query pair
+// by pair: the key is usually written with a bare ";", which url.ParseQuery
+// refuses (and would drop), and the other parameters go upstream as sent.
+func splitQueryKey(raw string) (upstream, lookoutKey string) {
+	pairs := strings.Split(raw, "&")
+	for i, pair := range pairs {
+		v, ok := strings.CutPrefix(pair, "key=")
+		if !ok {
+			continue
+		}
+		if u, err := url.QueryUnescape(v); err == nil {
+			v = u
+		}
+		pk, lk, found := strings.Cut(v, ";invariant-auth=")
+		if !found {
+			continue
+		}
+		pairs[i] = "key=" + url.QueryEscape(strings.TrimSpace(pk))
+		if lookoutKey == "" {
+			lookoutKey = strings.TrimSpace(lk)
+		}
+	}
+	return strings.Join(pairs, "&"), lookoutKey
 }
 
 // callRails are the guardrails of a call: the dataset's saved policies and
