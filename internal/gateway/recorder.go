@@ -15,6 +15,7 @@ import (
 type ConversationStore interface {
 	FindConversation(ctx context.Context, datasetID string, heads []string) (store.Conversation, error)
 	RecordConversation(ctx context.Context, ownerID, datasetID string, step store.ConversationStep) (string, error)
+	RecordConversations(ctx context.Context, ownerID, datasetID string, steps []store.ConversationStep) ([]string, []error, error)
 }
 
 // Recorder writes the calls of conversations to the store off the request
@@ -197,47 +198,124 @@ func (r *Recorder) Close(ctx context.Context) error {
 	}
 }
 
+// maxBatch bounds the calls one transaction writes.
+const maxBatch = 256
+
+// write commits the queued calls, as many as are waiting in one
+// transaction per dataset: a commit waits for the disk (a few milliseconds
+// here), so one per call would cap the gateway at a few hundred calls a
+// second.
 func (r *Recorder) write() {
 	defer close(r.done)
 	for cl := range r.queue {
-		r.commit(cl)
+		batch := []*call{cl}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case next, ok := <-r.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, next)
+			default:
+				break drain
+			}
+		}
+		r.commit(batch)
 	}
 }
 
-// commit writes one call: appended to its conversation's trace, or a new
-// trace with every event when the conversation has none yet (its first
-// call, or an earlier write failed) or another writer moved it on.
-func (r *Recorder) commit(cl *call) {
+// group is the calls of one conversation in a batch, written as one step.
+type group struct {
+	conv  *Conversation
+	calls []*call
+}
+
+// commit writes a batch of calls: per dataset one transaction, per
+// conversation one step (its calls' events appended at once).
+func (r *Recorder) commit(batch []*call) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := cl.conv
-	step := store.ConversationStep{Head: cl.head, Annotations: cl.annotations}
-	if c.traceID != "" && c.stored == cl.from {
-		step.TraceID, step.ExpectEvents = c.traceID, c.stored
-		step.Events, step.Spans = cl.events[cl.from:], cl.spans
-		id, err := r.st.RecordConversation(ctx, c.owner, c.dataset, step)
-		if err == nil {
-			c.stored = len(cl.events)
+	type dsKey struct{ owner, dataset string }
+	var order []dsKey
+	byDS := map[dsKey][]*group{}
+	byConv := map[*Conversation]*group{}
+	for _, cl := range batch {
+		if g := byConv[cl.conv]; g != nil {
+			g.calls = append(g.calls, cl)
+			continue
+		}
+		g := &group{conv: cl.conv, calls: []*call{cl}}
+		byConv[cl.conv] = g
+		k := dsKey{cl.conv.owner, cl.conv.dataset}
+		if byDS[k] == nil {
+			order = append(order, k)
+		}
+		byDS[k] = append(byDS[k], g)
+	}
+	for _, k := range order {
+		groups := byDS[k]
+		steps := make([]store.ConversationStep, len(groups))
+		for i, g := range groups {
+			steps[i] = g.step()
+		}
+		ids, errs, err := r.st.RecordConversations(ctx, k.owner, k.dataset, steps)
+		if err != nil {
+			r.log.Error("gateway: recording calls failed", "dataset", k.dataset, "calls", len(groups), "err", err)
+			for _, g := range groups {
+				g.conv.traceID = "" // the next call starts a trace with every event
+			}
+			continue
+		}
+		for i, g := range groups {
+			if errs[i] == nil {
+				g.done(ids[i])
+				r.changed(ids[i])
+				continue
+			}
+			// The trace moved on or went: the calls start a trace of their own.
+			g.conv.traceID = ""
+			step := g.step()
+			id, err := r.st.RecordConversation(ctx, k.owner, k.dataset, step)
+			if err != nil {
+				r.log.Error("gateway: recording a call failed", "dataset", k.dataset, "err", err)
+				continue
+			}
+			g.done(id)
 			r.changed(id)
-			return
 		}
-		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
-			r.log.Error("gateway: recording a call failed", "trace", c.traceID, "err", err)
-			c.traceID = ""
-			return
-		}
-		// The trace moved on or went: the call starts a trace of its own.
 	}
-	step.TraceID, step.ExpectEvents, step.Events = "", 0, nil
-	step.Trace = &trace.Trace{Name: traceName(cl.events), Metadata: []byte(`{"source":"gateway"}`), Events: cl.events, Spans: cl.spans}
-	id, err := r.st.RecordConversation(ctx, c.owner, c.dataset, step)
-	if err != nil {
-		r.log.Error("gateway: recording a call failed", "dataset", c.dataset, "err", err)
-		c.traceID = ""
-		return
+}
+
+// step is the group's calls as one step: appended to the conversation's
+// trace when it holds what the first call found, else a new trace with
+// every event of the last call.
+func (g *group) step() store.ConversationStep {
+	c, first, last := g.conv, g.calls[0], g.calls[len(g.calls)-1]
+	// Each call's own events, not the last call's copy of them: a re-sent
+	// message has lost what the call that made it recorded (its span).
+	added := make([]trace.Event, 0, len(last.events)-first.from)
+	var spans []trace.Span
+	var anns []store.Annotation
+	for _, cl := range g.calls {
+		added = append(added, cl.events[cl.from:]...)
+		spans = append(spans, cl.spans...)
+		anns = append(anns, cl.annotations...)
 	}
-	c.traceID, c.stored = id, len(cl.events)
-	r.changed(id)
+	step := store.ConversationStep{Head: last.head, Annotations: anns}
+	if c.traceID != "" && c.stored == first.from {
+		step.TraceID, step.ExpectEvents = c.traceID, c.stored
+		step.Events, step.Spans = added, spans
+		return step
+	}
+	all := append(append([]trace.Event(nil), first.events[:first.from]...), added...)
+	step.Trace = &trace.Trace{Name: traceName(all), Metadata: []byte(`{"source":"gateway"}`), Events: all, Spans: spans}
+	return step
+}
+
+// done notes that the group's calls are in trace id.
+func (g *group) done(id string) {
+	g.conv.traceID, g.conv.stored = id, len(g.calls[len(g.calls)-1].events)
 }
 
 func (r *Recorder) changed(id string) {

@@ -241,6 +241,12 @@ type Conversations interface {
 	FindConversation(ctx context.Context, datasetID string, heads []string) (Conversation, error)
 	// RecordConversation stores one step and returns the trace's id.
 	RecordConversation(ctx context.Context, ownerID, datasetID string, step ConversationStep) (string, error)
+	// RecordConversations stores steps of different traces of one dataset
+	// in one transaction (one commit for many calls). A step refused as
+	// RecordConversation would refuse it (ErrConflict, ErrNotFound,
+	// ErrInvalid) is left out with its error in errs[i] and id ""; the
+	// others are stored. err is a failure of the whole: nothing stored.
+	RecordConversations(ctx context.Context, ownerID, datasetID string, steps []ConversationStep) (ids []string, errs []error, err error)
 }
 
 // MaxConversationHeads is how many heads FindConversation looks up at

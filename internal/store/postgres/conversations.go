@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -41,48 +42,79 @@ const upsertConversation = `INSERT INTO conversations (trace_id, dataset_id, hea
 // Steps on one trace take its row lock in turn, so of two with the same
 // ExpectEvents the second finds the count changed.
 func (s *Store) RecordConversation(ctx context.Context, ownerID, datasetID string, step store.ConversationStep) (string, error) {
+	ids, errs, err := s.RecordConversations(ctx, ownerID, datasetID, []store.ConversationStep{step})
+	if err != nil {
+		return "", err
+	}
+	if errs[0] != nil {
+		return "", errs[0]
+	}
+	return ids[0], nil
+}
+
+// RecordConversations stores steps of different traces in one transaction;
+// a step refused is left out with its error (refusals are found by reads,
+// before anything of the step is written, so the transaction goes on).
+func (s *Store) RecordConversations(ctx context.Context, ownerID, datasetID string, steps []store.ConversationStep) ([]string, []error, error) {
 	if !storeutil.ValidID(ownerID) {
-		return "", notFound("record conversation: owner %q", ownerID)
+		return nil, nil, notFound("record conversation: owner %q", ownerID)
 	}
 	if !storeutil.ValidID(datasetID) {
-		return "", notFound("record conversation: dataset %q", datasetID)
+		return nil, nil, notFound("record conversation: dataset %q", datasetID)
 	}
 	now := storeutil.Now()
-	rows, anns, err := storeutil.PrepareStep(step, now)
-	if err != nil {
-		return "", fmt.Errorf("postgres: record conversation: %w", err)
-	}
-	id := step.TraceID
-	err = s.write(ctx, func(tx pgx.Tx) error {
-		var events int
-		if id == "" {
-			id, events = rows[0].ID, rows[0].EventCount
+	prep := storeutil.PrepareSteps(steps, now)
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		prep.Reset()
+		if rows := prep.NewRows(); len(rows) > 0 {
 			if err := insertTraces(ctx, tx, ownerID, datasetID, rows, now); err != nil {
 				return err
 			}
-		} else {
-			var err error
-			if events, err = appendToTrace(ctx, tx, id, step.Events, step.Spans, storeutil.ExpectTrace(datasetID, step.ExpectEvents)); err != nil {
-				return err
+		}
+		var anns []store.Annotation
+		for i := range prep.Steps {
+			p := &prep.Steps[i]
+			if p.Err != nil {
+				continue
 			}
-			if len(anns) > 0 {
-				if err := copyAnnotations(ctx, tx, func(yield func(store.Annotation)) {
-					for _, a := range anns {
-						yield(a)
-					}
-				}); err != nil {
+			if p.Row == nil {
+				events, err := appendToTrace(ctx, tx, p.ID, steps[i].Events, steps[i].Spans, storeutil.ExpectTrace(datasetID, steps[i].ExpectEvents))
+				if errors.Is(err, pgx.ErrNoRows) {
+					err = fmt.Errorf("no trace %s: %w", p.ID, store.ErrNotFound)
+				}
+				if storeutil.Refused(err) {
+					p.Err = fmt.Errorf("postgres: record conversation step of trace %s: %w", p.ID, err)
+					continue
+				}
+				if err != nil {
 					return err
 				}
+				anns = append(anns, p.Anns...)
+				p.Events = events
+			}
+			if _, err := tx.Exec(ctx, upsertConversation, p.ID, datasetID, steps[i].Head, p.Events, now); err != nil {
+				return err
 			}
 		}
-		_, err := tx.Exec(ctx, upsertConversation, id, datasetID, step.Head, events, now)
-		return err
+		if len(anns) > 0 {
+			return copyAnnotations(ctx, tx, func(yield func(store.Annotation)) {
+				for _, a := range anns {
+					yield(a)
+				}
+			})
+		}
+		return nil
 	})
 	if err != nil {
-		return "", fail(ctx, err, "record conversation step of trace %q in dataset %s", id, datasetID)
+		return nil, nil, fail(ctx, err, "record %d conversation steps in dataset %s", len(steps), datasetID)
 	}
-	if rows != nil {
-		s.noteIndexed(int64(len(rows[0].Doc.Pieces)))
+	var pieces int64
+	for _, r := range prep.NewRows() {
+		pieces += int64(len(r.Doc.Pieces))
 	}
-	return id, nil
+	if pieces > 0 {
+		s.noteIndexed(pieces)
+	}
+	ids, errs := prep.Results()
+	return ids, errs, nil
 }

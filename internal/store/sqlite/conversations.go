@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/lookout-dev/lookout/internal/store"
@@ -43,40 +44,66 @@ const upsertConversation = `INSERT INTO conversations (trace_id, dataset_id, hea
 // transaction: a new trace (as AddTraces stores one) or events and spans
 // appended to one (as AppendEvents appends), its annotations, and its head.
 func (s *Store) RecordConversation(ctx context.Context, ownerID, datasetID string, step store.ConversationStep) (string, error) {
+	ids, errs, err := s.RecordConversations(ctx, ownerID, datasetID, []store.ConversationStep{step})
+	if err != nil {
+		return "", err
+	}
+	if errs[0] != nil {
+		return "", errs[0]
+	}
+	return ids[0], nil
+}
+
+// RecordConversations stores steps of different traces in one transaction;
+// a step refused is left out with its error.
+func (s *Store) RecordConversations(ctx context.Context, ownerID, datasetID string, steps []store.ConversationStep) ([]string, []error, error) {
 	if !storeutil.ValidID(ownerID) {
-		return "", notFound("record conversation: owner %q", ownerID)
+		return nil, nil, notFound("record conversation: owner %q", ownerID)
 	}
 	if !storeutil.ValidID(datasetID) {
-		return "", notFound("record conversation: dataset %q", datasetID)
+		return nil, nil, notFound("record conversation: dataset %q", datasetID)
 	}
 	now := storeutil.Now()
-	rows, anns, err := storeutil.PrepareStep(step, now)
-	if err != nil {
-		return "", fmt.Errorf("sqlite: record conversation: %w", err)
-	}
-	id := step.TraceID
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		var events int
-		if id == "" {
-			id, events = rows[0].ID, rows[0].EventCount
+	prep := storeutil.PrepareSteps(steps, now)
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		prep.Reset()
+		if rows := prep.NewRows(); len(rows) > 0 {
 			at := 0
 			if err := insertTraces(ctx, tx, ownerID, datasetID, rows, now, &at); err != nil {
 				return err
 			}
-		} else {
-			var err error
-			if events, err = appendToTrace(ctx, tx, id, step.Events, step.Spans, storeutil.ExpectTrace(datasetID, step.ExpectEvents)); err != nil {
-				return err
+		}
+		for i := range prep.Steps {
+			p := &prep.Steps[i]
+			if p.Err != nil {
+				continue
 			}
-			if err := insertAnnotations(ctx, tx, anns); err != nil {
+			if p.Row == nil {
+				events, err := appendToTrace(ctx, tx, p.ID, steps[i].Events, steps[i].Spans, storeutil.ExpectTrace(datasetID, steps[i].ExpectEvents))
+				if errors.Is(err, sql.ErrNoRows) {
+					err = fmt.Errorf("no trace %s: %w", p.ID, store.ErrNotFound)
+				}
+				if storeutil.Refused(err) {
+					p.Err = fmt.Errorf("sqlite: record conversation step of trace %s: %w", p.ID, err)
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if err := insertAnnotations(ctx, tx, p.Anns); err != nil {
+					return err
+				}
+				p.Events = events
+			}
+			if _, err := tx.ExecContext(ctx, upsertConversation, p.ID, datasetID, steps[i].Head, p.Events, micros(now)); err != nil {
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, upsertConversation, id, datasetID, step.Head, events, micros(now))
-		return err
+		return nil
 	})
 	if err != nil {
-		return "", fail(ctx, err, "record conversation step of trace %q in dataset %s", id, datasetID)
+		return nil, nil, fail(ctx, err, "record %d conversation steps in dataset %s", len(steps), datasetID)
 	}
-	return id, nil
+	ids, errs := prep.Results()
+	return ids, errs, nil
 }

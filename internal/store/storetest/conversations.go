@@ -350,3 +350,69 @@ func testConversationsConcurrently(t *testing.T, open func(t *testing.T) store.S
 		t.Errorf("search racer: %s; want one trace with hits %q", describe(res), wantHits)
 	}
 }
+
+// testConversationsBatch records steps of several traces in one call: the
+// ones that apply are stored, each refused one is left out with its error,
+// and the traces read back as if the steps had been recorded one by one.
+func testConversationsBatch(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	alice := e.user("alice")
+	d := e.dataset(alice, "gateway", false)
+	other := e.dataset(alice, "other", false)
+	a := e.record(alice.ID, d.ID, store.ConversationStep{Trace: &trace.Trace{Events: []trace.Event{userEvent("a")}}, Head: "a1"})
+	b := e.record(alice.ID, d.ID, store.ConversationStep{Trace: &trace.Trace{Events: []trace.Event{userEvent("b")}}, Head: "b1"})
+	elsewhere := e.record(alice.ID, other.ID, store.ConversationStep{Trace: &trace.Trace{Events: []trace.Event{userEvent("x")}}, Head: "x1"})
+	note := store.Annotation{Address: "messages.1", Content: "seen", Source: "analyzer", Extra: json.RawMessage(`{"policy_id":"p"}`)}
+	steps := []store.ConversationStep{
+		{TraceID: a, ExpectEvents: 1, Events: []trace.Event{assistantEvent("a2")}, Spans: []trace.Span{llmSpan("s-a", "openai")}, Head: "a2", Annotations: []store.Annotation{note}},
+		{TraceID: b, ExpectEvents: 5, Events: []trace.Event{assistantEvent("b2")}, Head: "b2"},
+		{Trace: &trace.Trace{Name: "new", Events: []trace.Event{userEvent("c"), assistantEvent("c2")}}, Head: "c2"},
+		{TraceID: elsewhere, ExpectEvents: 1, Events: []trace.Event{assistantEvent("x2")}, Head: "x2"},
+		{TraceID: "00000000-0000-4000-8000-000000000000", ExpectEvents: 0, Events: []trace.Event{assistantEvent("?")}, Head: "q"},
+		{Trace: &trace.Trace{Name: "second new", Events: []trace.Event{userEvent("d")}}, Head: "d1"},
+	}
+	ids, errs, err := e.st.RecordConversations(e.ctx, alice.ID, d.ID, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != len(steps) || len(errs) != len(steps) {
+		t.Fatalf("%d ids and %d errors for %d steps", len(ids), len(errs), len(steps))
+	}
+	wantErr := []error{nil, store.ErrConflict, nil, store.ErrNotFound, store.ErrNotFound, nil}
+	for i, w := range wantErr {
+		if (w == nil) != (errs[i] == nil) || (w != nil && !errors.Is(errs[i], w)) {
+			t.Errorf("step %d: error %v, want %v", i, errs[i], w)
+		}
+		if (errs[i] == nil) != (ids[i] != "") {
+			t.Errorf("step %d: id %q with error %v", i, ids[i], errs[i])
+		}
+	}
+	if ids[0] != a {
+		t.Errorf("the extended trace's id is %q, want %q", ids[0], a)
+	}
+	if got := e.get(a).Trace; len(got.Events) != 2 || got.Events[1].Content.Text != "a2" || len(got.Spans) != 1 {
+		t.Errorf("trace a after the batch: %s", canonical(got))
+	}
+	if anns := e.annotationsOf(a); len(anns) != 1 {
+		t.Errorf("trace a's annotations: %v", anns)
+	}
+	if got := e.get(b).Trace; len(got.Events) != 1 {
+		t.Errorf("a refused step wrote to its trace: %s", canonical(got))
+	}
+	if got := e.get(elsewhere).Trace; len(got.Events) != 1 {
+		t.Errorf("a step naming another dataset's trace wrote to it: %s", canonical(got))
+	}
+	c, dd := e.get(ids[2]), e.get(ids[5])
+	if c.Trace.Name != "new" || dd.Trace.Name != "second new" || c.Index == dd.Index || c.DatasetID != d.ID {
+		t.Errorf("new traces: %q index %d, %q index %d", c.Trace.Name, c.Index, dd.Trace.Name, dd.Index)
+	}
+	for head, want := range map[string]string{"a2": a, "c2": ids[2], "d1": ids[5], "b1": b} {
+		conv, err := e.st.FindConversation(e.ctx, d.ID, []string{head})
+		if err != nil || conv.TraceID != want {
+			t.Errorf("head %s: %+v %v, want trace %s", head, conv, err, want)
+		}
+	}
+	if _, err := e.st.FindConversation(e.ctx, d.ID, []string{"b2"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the refused step's head was recorded: %v", err)
+	}
+}

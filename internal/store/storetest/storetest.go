@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SearchConsistency", testSearchConsistency},
 		{"Conversations", testConversations},
 		{"ConversationsConcurrently", testConversationsConcurrently},
+		{"ConversationsBatch", testConversationsBatch},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

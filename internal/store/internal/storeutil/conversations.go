@@ -1,6 +1,7 @@
 package storeutil
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -74,4 +75,79 @@ func ExpectTrace(datasetID string, events int) func(traceDataset string, traceEv
 		}
 		return nil
 	}
+}
+
+// PreparedSteps are conversation steps checked before their transaction.
+type PreparedSteps struct {
+	Steps []PreparedStep
+	rows  []Row
+}
+
+// PreparedStep is one step: a new trace's row, or the annotations to add
+// to the trace it extends; Err when it is refused (before or during the
+// transaction). Events is the trace's event count after the step.
+type PreparedStep struct {
+	ID     string
+	Row    *Row
+	Anns   []store.Annotation
+	Events int
+	Err    error
+	prep   error // refused before the transaction
+}
+
+// PrepareSteps checks each step as PrepareStep does; a step that fails is
+// refused alone.
+func PrepareSteps(steps []store.ConversationStep, now time.Time) *PreparedSteps {
+	ps := &PreparedSteps{Steps: make([]PreparedStep, len(steps))}
+	for i, step := range steps {
+		rows, anns, err := PrepareStep(step, now)
+		p := &ps.Steps[i]
+		if err != nil {
+			p.prep, p.Err = err, err
+			continue
+		}
+		p.ID, p.Anns = step.TraceID, anns
+		if rows != nil {
+			ps.rows = append(ps.rows, rows[0])
+			p.ID, p.Events = rows[0].ID, rows[0].EventCount
+		}
+	}
+	for i, j := 0, 0; i < len(ps.Steps); i++ { // rows are in step order
+		if p := &ps.Steps[i]; p.prep == nil && steps[i].TraceID == "" {
+			p.Row = &ps.rows[j]
+			j++
+		}
+	}
+	return ps
+}
+
+// Reset forgets what a failed attempt of the transaction refused, before
+// it is tried again.
+func (ps *PreparedSteps) Reset() {
+	for i := range ps.Steps {
+		ps.Steps[i].Err = ps.Steps[i].prep
+	}
+}
+
+// NewRows are the rows of the traces the steps create.
+func (ps *PreparedSteps) NewRows() []Row { return ps.rows }
+
+// Results are each step's trace id ("" when refused) and error.
+func (ps *PreparedSteps) Results() ([]string, []error) {
+	ids := make([]string, len(ps.Steps))
+	errs := make([]error, len(ps.Steps))
+	for i, p := range ps.Steps {
+		if p.Err != nil {
+			errs[i] = p.Err
+			continue
+		}
+		ids[i] = p.ID
+	}
+	return ids, errs
+}
+
+// Refused reports whether an error refuses one step (its trace moved on,
+// went, or is another dataset's) rather than failing the transaction.
+func Refused(err error) bool {
+	return err != nil && (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound))
 }

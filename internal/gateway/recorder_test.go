@@ -1,0 +1,108 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/sqlite"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// TestRecorderConversations runs many conversations' calls through a
+// recorder on a real SQLite store, concurrently and faster than one commit
+// per call could keep up with, and checks that each conversation is one
+// trace holding every event in order, each answer with its call's span.
+func TestRecorderConversations(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "rec.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u, err := st.LocalUser(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := st.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "rec", Metadata: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := NewRecorder(st, nil)
+	var mu sync.Mutex
+	changed := map[string]int{}
+	rec.Changed = func(id string) { mu.Lock(); changed[id]++; mu.Unlock() }
+
+	const convs, turns = 8, 25
+	var wg sync.WaitGroup
+	for c := range convs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var events []trace.Event // what the agent sends: no span ids
+			for turn := range turns {
+				events = append(events, trace.Event{Role: "user", Content: trace.TextContent(fmt.Sprintf("conv %d turn %d", c, turn))})
+				heads := Heads(events)
+				conv, n, err := rec.Lookup(ctx, u.ID, d.ID, heads)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if want := 2*turn; n != want {
+					t.Errorf("conversation %d turn %d: found %d events, want %d", c, turn, n, want)
+					return
+				}
+				span := fmt.Sprintf("c%dt%d", c, turn)
+				answer := trace.Event{Role: "assistant", Content: trace.TextContent(fmt.Sprintf("answer %d.%d", c, turn)), SpanID: span}
+				all := append(append([]trace.Event(nil), events...), answer)
+				head := ExtendHeads(heads[len(heads)-1], []trace.Event{answer})[0]
+				if err := rec.Record(ctx, conv, n, all, []trace.Span{{ID: span, Name: "call", Kind: "llm"}}, nil, head); err != nil {
+					t.Error(err)
+					return
+				}
+				answer.SpanID = "" // re-sent by the agent as it got it
+				events = append(events, answer)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := rec.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list, _, err := st.ListTraces(ctx, d.ID, store.Page{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != convs {
+		t.Fatalf("%d traces for %d conversations", len(list), convs)
+	}
+	for _, ts := range list {
+		got, err := st.Trace(ctx, ts.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := got.Trace
+		if len(tr.Events) != 2*turns || len(tr.Spans) != turns {
+			t.Fatalf("trace %s: %d events and %d spans, want %d and %d", ts.ID, len(tr.Events), len(tr.Spans), 2*turns, turns)
+		}
+		var c int
+		fmt.Sscanf(tr.Events[0].Content.Text, "conv %d", &c)
+		for i, e := range tr.Events {
+			turn := i / 2
+			want, span := fmt.Sprintf("conv %d turn %d", c, turn), ""
+			if i%2 == 1 {
+				want, span = fmt.Sprintf("answer %d.%d", c, turn), fmt.Sprintf("c%dt%d", c, turn)
+			}
+			if e.Content.Text != want || e.SpanID != span {
+				t.Fatalf("trace of conversation %d, event %d: %q on span %q, want %q on %q", c, i, e.Content.Text, e.SpanID, want, span)
+			}
+		}
+		if changed[ts.ID] == 0 {
+			t.Errorf("no change notice for trace %s", ts.ID)
+		}
+	}
+}
