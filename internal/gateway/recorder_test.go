@@ -52,7 +52,7 @@ func TestRecorderConversations(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if want := 2*turn; n != want {
+				if want := 2 * turn; n != want {
 					t.Errorf("conversation %d turn %d: found %d events, want %d", c, turn, n, want)
 					return
 				}
