@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -908,11 +909,7 @@ func pyJSON(v value) string {
 // runDetector calls a registered detector, with results cached per
 // analysis and argument.
 func (in *interp) runDetector(d *Detector, args []value, kw []kwArg, off int) (result value) {
-	if d.Unavailable != "" || d.Func == nil {
-		msg := d.Unavailable
-		if msg == "" {
-			msg = d.Name + " is not available in this build"
-		}
+	if msg, ok := in.unavailable(d); !ok {
 		in.fail(off, ClassUnavailable, "%s", msg)
 	}
 	key, cacheable := detectorKey(d, args, kw)
@@ -922,7 +919,13 @@ func (in *interp) runDetector(d *Detector, args []value, kw []kwArg, off int) (r
 			return e.v
 		}
 	}
-	call := &DetectorCall{Name: d.Name, Args: make([]Arg, len(args))}
+	call := &DetectorCall{Name: d.Name, Args: make([]Arg, len(args)), model: in.p.model}
+	if in.p.model != nil {
+		// the check's deadline bounds a detector waiting on the model
+		ctx, cancel := in.detectorContext()
+		defer cancel()
+		call.ctx = ctx
+	}
 	for i, a := range args {
 		call.Args[i] = Arg{a}
 	}
@@ -965,6 +968,31 @@ func (in *interp) runDetector(d *Detector, args []value, kw []kwArg, off int) (r
 		in.detCache[key] = detEntry{v: v, marks: call.marks}
 	}
 	return v
+}
+
+// unavailable reports whether d can run in this analysis, and why not:
+// a stub, or a model-backed detector without a detector model.
+func (in *interp) unavailable(d *Detector) (string, bool) {
+	if d.Func != nil && (d.Unavailable == "" || d.Model && in.p.model != nil) {
+		return "", true
+	}
+	msg := d.Unavailable
+	if msg == "" {
+		msg = d.Name + " is not available in this build"
+	}
+	return msg, false
+}
+
+// detectorContext is the analysis' context bounded by its time limit.
+func (in *interp) detectorContext() (context.Context, context.CancelFunc) {
+	ctx := in.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if !in.deadline.IsZero() {
+		return context.WithDeadline(ctx, in.deadline)
+	}
+	return context.WithCancel(ctx)
 }
 
 // detectorKey identifies a call by detector, argument identity (values from
