@@ -919,13 +919,11 @@ func (in *interp) runDetector(d *Detector, args []value, kw []kwArg, off int) (r
 			return e.v
 		}
 	}
-	call := &DetectorCall{Name: d.Name, Args: make([]Arg, len(args)), model: in.p.model}
-	if in.p.model != nil {
-		// the check's deadline bounds a detector waiting on the model
-		ctx, cancel := in.detectorContext()
-		defer cancel()
-		call.ctx = ctx
-	}
+	// the check's context and deadline bound a detector that waits (on
+	// the model)
+	ctx, cancel := in.detectorContext()
+	defer cancel()
+	call := &DetectorCall{Name: d.Name, Args: make([]Arg, len(args)), model: in.p.model, ctx: ctx}
 	for i, a := range args {
 		call.Args[i] = Arg{a}
 	}

@@ -199,20 +199,33 @@ func (m *DetectorModel) askAll(ctx context.Context, asks []modelAsk) ([]any, err
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		first error
+		next  int
 	)
-	for i := range asks {
+	// as many workers as requests may be in flight, each taking the next
+	// request until none is left or one failed
+	for range min(len(asks), cap(m.sem)) {
 		wg.Go(func() {
-			v, err := m.ask(ctx, asks[i])
-			if err != nil {
+			for {
 				mu.Lock()
-				if first == nil {
-					first = err
-					cancel()
-				}
+				i := next
+				next++
+				stop := first != nil
 				mu.Unlock()
-				return
+				if stop || i >= len(asks) {
+					return
+				}
+				v, err := m.ask(ctx, asks[i])
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+						cancel()
+					}
+					mu.Unlock()
+					return
+				}
+				out[i] = v
 			}
-			out[i] = v
 		})
 	}
 	wg.Wait()

@@ -37,6 +37,10 @@ const (
 	classifierMaxTokens = 2048
 	// maxSpans bounds the spans read from one answer.
 	maxSpans = 200
+	// maxChunksPerCall bounds the requests of one detector call (a million
+	// code points): past it the call fails rather than send thousands of
+	// requests that could not finish before any deadline.
+	maxChunksPerCall = 256
 
 	defaultInjectionThreshold  = 0.9 // Invariant's
 	defaultModerationThreshold = 0.5 // Invariant's
@@ -264,6 +268,9 @@ func (c *DetectorCall) classify(cl *classifier, texts []Text) ([]chunkAnswer, er
 	}
 	if len(asks) == 0 {
 		return nil, nil
+	}
+	if len(asks) > maxChunksPerCall {
+		return nil, fmt.Errorf("the text is too long for the detector model: %d pieces of up to %d code points, at most %d per call", len(asks), classifierChunk, maxChunksPerCall)
 	}
 	vs, err := c.model.askAll(c.Context(), asks)
 	if err != nil {

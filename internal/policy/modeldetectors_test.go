@@ -600,3 +600,16 @@ func TestModelPromptsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestModelDetectorTooLong: a text that would need more than 256 requests
+// fails the call with the reason, sending none.
+func TestModelDetectorTooLong(t *testing.T) {
+	fake := chattest.New(t, brain)
+	line := strings.Repeat("é", 99) + "\n"
+	tr, _ := json.Marshal([]map[string]string{{"role": "tool", "content": strings.Repeat(line, 10_300)}})
+	_, err := withModel(t, injectionRule, newModel(t, fake, 0)).Analyze(events(t, string(tr)), nil)
+	wantError(t, err, policy.ClassDetectorFailed, "prompt_injection: the text is too long for the detector model: 258 pieces of up to 4000 code points, at most 256 per call")
+	if fake.Count() != 0 {
+		t.Errorf("%d requests", fake.Count())
+	}
+}
