@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -919,11 +918,7 @@ func (in *interp) runDetector(d *Detector, args []value, kw []kwArg, off int) (r
 			return e.v
 		}
 	}
-	// the check's context and deadline bound a detector that waits (on
-	// the model)
-	ctx, cancel := in.detectorContext()
-	defer cancel()
-	call := &DetectorCall{Name: d.Name, Args: make([]Arg, len(args)), model: in.p.model, ctx: ctx}
+	call := &DetectorCall{Name: d.Name, Args: make([]Arg, len(args)), model: in.p.model, in: in}
 	for i, a := range args {
 		call.Args[i] = Arg{a}
 	}
@@ -952,6 +947,11 @@ func (in *interp) runDetector(d *Detector, args []value, kw []kwArg, off int) (r
 		if errors.Is(err, ErrDetectorUnavailable) {
 			in.fail(off, ClassUnavailable, "%s: %v", d.Name, err)
 		}
+		if isContextErr(err) && in.regexCtx != nil && in.regexCtx.Err() != nil {
+			// the check's time ran out (or its caller left) while the
+			// detector waited: the budget's error, naming the detector
+			in.fail(off, ClassBudget, "%s: %v", d.Name, err)
+		}
 		in.fail(off, ClassDetectorFailed, "%s: %v", d.Name, err)
 	}
 	v, cerr := fromGo(res, 0)
@@ -979,18 +979,6 @@ func (in *interp) unavailable(d *Detector) (string, bool) {
 		msg = d.Name + " is not available in this build"
 	}
 	return msg, false
-}
-
-// detectorContext is the analysis' context bounded by its time limit.
-func (in *interp) detectorContext() (context.Context, context.CancelFunc) {
-	ctx := in.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if !in.deadline.IsZero() {
-		return context.WithDeadline(ctx, in.deadline)
-	}
-	return context.WithCancel(ctx)
 }
 
 // detectorKey identifies a call by detector, argument identity (values from

@@ -128,17 +128,21 @@ type DetectorCall struct {
 	Args   []Arg
 	Kwargs map[string]Arg
 	marks  []mark
-	ctx    context.Context
 	model  *DetectorModel
+	in     *interp
 }
 
 // Context bounds the call: it ends when the analysis is stopped or passes
-// its deadline. Detectors that wait (on a model, a program) watch it.
+// its deadline. Detectors that wait (on a model, a program) watch it. Call
+// it from the detector function, not from goroutines it starts (pass them
+// the context).
 func (c *DetectorCall) Context() context.Context {
-	if c.ctx == nil {
+	if c.in == nil {
 		return context.Background()
 	}
-	return c.ctx
+	// made on first use (most detectors never wait) and cancelled when
+	// the analysis ends
+	return c.in.regexContext()
 }
 
 // Arg returns argument i, or a None argument when there are fewer.

@@ -182,10 +182,19 @@ func TestModelDetectors(t *testing.T) {
 				p.SetLimits(policy.Limits{Time: 300 * time.Millisecond})
 				start := time.Now()
 				_, err := p.Analyze(events(t, dc.trace), nil)
-				wantError(t, err, policy.ClassDetectorFailed, dc.detector+": model endpoint", "no answer before the deadline")
+				wantError(t, err, policy.ClassBudget, dc.detector+": model endpoint", "no answer before the deadline")
 				if time.Since(start) > 10*time.Second {
 					t.Errorf("took %s", time.Since(start))
 				}
+				// the caller's deadline, and the caller leaving, stop it too
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				defer cancel()
+				_, err = withModel(t, dc.rule, newModel(t, fake, 0)).AnalyzeContext(ctx, events(t, dc.trace), nil)
+				wantError(t, err, policy.ClassBudget, dc.detector+": model endpoint", "no answer before the deadline")
+				ctx, cancel = context.WithCancel(context.Background())
+				time.AfterFunc(100*time.Millisecond, cancel)
+				_, err = withModel(t, dc.rule, newModel(t, fake, 0)).AnalyzeContext(ctx, events(t, dc.trace), nil)
+				wantError(t, err, policy.ClassBudget, dc.detector+": model endpoint", "stopped: context canceled")
 			})
 			t.Run("429 then an answer", func(t *testing.T) {
 				var n atomic.Int32
