@@ -372,6 +372,10 @@ raise PolicyViolation("x", kinds=pii(m, ["EMAIL_ADDRESS", "ORGANIZATION"])) if:
     (m: Message)
     any(pii(m, ["EMAIL_ADDRESS", "ORGANIZATION"]))`, `[{"role": "user", "content": "Acme Corp: bob@example.com"}]`,
 			[]string{"0", "0.content:0-9", "0.content:11-26"}, `{"kinds":["ORGANIZATION","EMAIL_ADDRESS"]}`},
+		{"pii: an unknown entity fails before any request", `from invariant.detectors import pii
+raise "x" if:
+    (m: Message)
+    any(pii(m, ["PERSON", "NO_SUCH_ENTITY"]))`, `[{"role": "user", "content": "` + piiText + `"}]`, nil, ""},
 		{"pii: pattern entities only, no request", `from invariant.detectors import pii
 raise "x" if:
     (m: Message)
@@ -389,6 +393,13 @@ raise "found match" if:
 		t.Run(tc.name, func(t *testing.T) {
 			fake := chattest.New(t, brain)
 			res, err := withModel(t, tc.rule, newModel(t, fake, 0)).Analyze(events(t, tc.trace), nil)
+			if strings.Contains(tc.name, "unknown entity") {
+				wantError(t, err, policy.ClassDetectorFailed, `PII entity "NO_SUCH_ENTITY"`)
+				if fake.Count() != 0 {
+					t.Errorf("%d requests", fake.Count())
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -121,6 +121,12 @@ func pii(c *DetectorCall) (any, error) {
 			patternEnts = append(patternEnts, e)
 		}
 	}
+	if len(patternEnts) > 0 {
+		// an unknown or unported entity fails before any request
+		if _, err := detectors.PII("", patternEnts); err != nil {
+			return nil, wrapUnavailable(err)
+		}
+	}
 	all := len(ents) == 0
 	if all {
 		for _, e := range detectors.PIIModelEntities {
