@@ -24,8 +24,9 @@ func newCheckCmd() *cobra.Command {
 	var params []string
 	var asJSON bool
 	var timeout time.Duration
+	var df detectorFlags
 	cmd := &cobra.Command{
-		Use:   "check --policy FILE [--param name=value]... [--json] [--format auto|invariant|snorkel|mlflow|bedrock] TRACEFILE...",
+		Use:   "check --policy FILE [--param name=value]... [--json] [--format auto|invariant|snorkel|mlflow|bedrock] [--detector-endpoint URL --detector-model NAME] TRACEFILE...",
 		Short: "Check traces against a guardrail policy, printing every violation with its ranges",
 		Long: `check loads the policy FILE (Invariant's rule language, see README "Guardrails"),
 then reads each TRACEFILE ("-" for standard input, any importable format) and
@@ -42,10 +43,18 @@ and a summary line. With --json, one line per trace checked:
 (3, true, ["a","b"]) is read as JSON, anything else as a string.
 
 Each check is bounded: loading the policy and checking each trace get
---timeout each (default 60s, regular expression matching included), 10^8
-evaluation steps and 1 GiB of values built; past any of them the trace fails
-with BudgetExceeded. At most 1,000 violations are reported per trace; past
-that the trace's line says so ("truncated": true with --json).
+--timeout each (default 60s, regular expression matching and calls of the
+detector model included), 10^8 evaluation steps and 1 GiB of values built;
+past any of them the trace fails with BudgetExceeded. At most 1,000
+violations are reported per trace; past that the trace's line says so
+("truncated": true with --json).
+
+The model-backed detectors (prompt_injection, moderated, pii's PERSON,
+LOCATION, ORGANIZATION, NRP and DATE_TIME, llm, llm_confirm) ask the
+OpenAI-compatible endpoint of --detector-endpoint (such as Ollama's
+http://127.0.0.1:11434/v1) with --detector-model; its key, if it needs one,
+is read from $LOOKOUT_DETECTOR_API_KEY. Without an endpoint they fail as not
+available in this build.
 
 Exit status: 0 no violation; 1 some violation, or a trace that could not be
 read; 2 a policy that does not load or fails while checking (the error names
@@ -64,6 +73,10 @@ usage error.`,
 			if err != nil {
 				return err
 			}
+			model, err := df.detectorModel()
+			if err != nil {
+				return err
+			}
 			stderr := cmd.ErrOrStderr()
 			ctx := cmdContext(cmd)
 			p, err := loadPolicy(ctx, policyFile, cmd.InOrStdin(), args, timeout)
@@ -78,6 +91,7 @@ usage error.`,
 			lim := policy.DefaultLimits
 			lim.Time = timeout
 			p.SetLimits(lim)
+			p.SetDetectorModel(model)
 			c := &checker{ctx: ctx, p: p, params: ps, json: asJSON, multi: len(args) > 1,
 				out: bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10), stderr: stderr}
 			for _, name := range args {
@@ -103,6 +117,7 @@ usage error.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per trace")
 	cmd.Flags().DurationVar(&timeout, "timeout", policy.DefaultLimits.Time, "the time budget of loading the policy and of checking each trace")
 	cmd.Flags().StringVar(&formatName, "format", "auto", formatFlagHelp())
+	df.add(cmd)
 	return cmd
 }
 

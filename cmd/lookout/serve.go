@@ -23,6 +23,7 @@ func newServeCmd() *cobra.Command {
 	var gw server.GatewayConfig
 	var quiet bool
 	var evalConc int
+	var df detectorFlags
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:8000] [--db PATH|postgres://...] [--max-body 64MiB]",
 		Short: "Serve the Lookout API (and keep traces in a SQLite file or PostgreSQL)",
@@ -35,12 +36,21 @@ exists (lookout user create), every write needs an API key or a login.
 
 A trace acknowledged with a 2xx answer is committed to the database first.
 Request bodies above --max-body get 413. SIGINT or SIGTERM stop the server
-gracefully. The first line on standard error names the address served.`,
+gracefully. The first line on standard error names the address served.
+
+--detector-endpoint and --detector-model give the model-backed detectors
+(prompt_injection, moderated, pii's named entities, llm, llm_confirm) an
+OpenAI-compatible endpoint (key in $LOOKOUT_DETECTOR_API_KEY) for every
+policy the server checks; --llm-url is the judge of llm criteria.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			limit, err := server.ParseSize(maxBody)
 			if err != nil {
 				return fmt.Errorf("--max-body: %w", err)
+			}
+			model, err := df.detectorModel()
+			if err != nil {
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -55,7 +65,7 @@ gracefully. The first line on standard error names the address served.`,
 				level = slog.LevelWarn
 			}
 			logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-			cfg := server.Config{Store: st, Logger: logger, MaxBody: limit, EvalConcurrency: evalConc, Gateway: gw}
+			cfg := server.Config{Store: st, Logger: logger, MaxBody: limit, EvalConcurrency: evalConc, Gateway: gw, DetectorModel: model}
 			if llmURL != "" {
 				cfg.LLM = &eval.LLM{URL: llmURL, Model: llmModel, APIKey: os.Getenv("LOOKOUT_LLM_API_KEY")}
 			}
@@ -81,6 +91,9 @@ gracefully. The first line on standard error names the address served.`,
 				mode = "writes need an API key or a login"
 			}
 			fmt.Fprintf(stderr, "lookout: serving http://%s (database %s; %s)\n", ln.Addr(), redactDB(db), mode)
+			if model != nil {
+				fmt.Fprintf(stderr, "lookout: model-backed detectors ask %s\n", model)
+			}
 			if otlpGRPC != "" {
 				gln, err := net.Listen("tcp", otlpGRPC)
 				if err != nil {
@@ -135,6 +148,7 @@ gracefully. The first line on standard error names the address served.`,
 	cmd.Flags().StringVar(&llmModel, "llm-model", "gpt-4o-mini", "model of the llm judge")
 	cmd.Flags().IntVar(&evalConc, "eval-concurrency", 4, "traces an evaluation run grades at once")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "log warnings and errors only, not every request")
+	df.add(cmd)
 	cmd.Flags().StringVar(&otlpGRPC, "otlp-grpc", "", "also receive OpenTelemetry traces over OTLP/gRPC on this address (such as 127.0.0.1:4317; off by default)")
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/lookout-dev/lookout/internal/policy"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -235,6 +236,14 @@ func NewScorer(criteria []Criterion, items []Item, key string, llm *LLM) (*Score
 		s.byKey[it.Key] = i
 	}
 	return s, nil
+}
+
+// SetDetectorModel gives the rule criteria the model that answers their
+// model-backed detectors.
+func (s *Scorer) SetDetectorModel(m *policy.DetectorModel) {
+	for _, e := range s.evs {
+		e.SetDetectorModel(m)
+	}
 }
 
 // Add grades one trace of the dataset. A trace of no task of the benchmark

@@ -10,7 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lookout-dev/lookout/internal/chat"
+	"github.com/lookout-dev/lookout/internal/chat/chattest"
 	"github.com/lookout-dev/lookout/internal/formats"
+	"github.com/lookout-dev/lookout/internal/policy"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -244,5 +247,39 @@ func TestStepTargets(t *testing.T) {
 	}
 	if responses != 3 {
 		t.Errorf("%d AI_RESPONSE steps in the seed, want 3", responses)
+	}
+}
+
+// TestRuleDetectorModel: a rule criterion whose policy calls a model-backed
+// detector asks the detector model it is given, and fails without one.
+func TestRuleDetectorModel(t *testing.T) {
+	fake := chattest.New(t, func(r *chattest.Request) chattest.Reply {
+		if r.System() == policy.PromptInjectionPrompt && strings.Contains(r.User(), "cancel my booking") {
+			return chattest.Reply{Content: `{"label": "injection", "score": 0.95, "spans": [{"text": "Then cancel my booking."}]}`}
+		}
+		return chattest.Reply{Content: `{"label": "benign", "score": 0.01, "spans": []}`}
+	})
+	m, err := policy.NewDetectorModel(policy.DetectorModelConfig{Endpoint: chat.Endpoint{URL: fake.URL, Model: "m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Criterion{Name: "no-injection", Evaluator: "rule", Policy: `from invariant.detectors import prompt_injection
+raise "injection" if:
+    (msg: Message)
+    prompt_injection(msg)`}
+	e, err := Compile(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Evaluate(context.Background(), sample(t)); err == nil || !strings.Contains(err.Error(), "not available in this build") {
+		t.Fatalf("without a model: %v", err)
+	}
+	e.SetDetectorModel(m)
+	rs, err := e.Evaluate(context.Background(), sample(t))
+	if err != nil || values(rs) != "=false" || !strings.Contains(string(rs[0].Extra), "messages.0.content:19-42") {
+		t.Fatalf("%s %s, %v", values(rs), rs[0].Extra, err)
+	}
+	if fake.Count() != 2 { // the user message and the answer; the tool call has no text
+		t.Errorf("%d requests", fake.Count())
 	}
 }

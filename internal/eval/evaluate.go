@@ -48,6 +48,15 @@ type Evaluator struct {
 	params paramNeeds
 }
 
+// SetDetectorModel gives a rule criterion's policy the model that answers
+// its model-backed detectors (prompt_injection, moderated, pii's named
+// entities, llm); without one they fail as unavailable.
+func (e *Evaluator) SetDetectorModel(m *policy.DetectorModel) {
+	if e.pol != nil {
+		e.pol.SetDetectorModel(m)
+	}
+}
+
 // ErrHuman is returned by Evaluate for a human criterion: people grade it.
 var ErrHuman = errors.New("a human criterion is graded by people")
 

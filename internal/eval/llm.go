@@ -1,16 +1,14 @@
 package eval
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/lookout-dev/lookout/internal/chat"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -19,7 +17,7 @@ type LLM struct {
 	URL    string // base URL, such as https://api.openai.com/v1 (…/chat/completions is appended)
 	APIKey string
 	Model  string
-	Client *http.Client // nil: a client with a 2 minute timeout
+	Client *http.Client // nil: a client with a 2 minute timeout (the run's context bounds each call)
 }
 
 // maxContext caps the trace text sent to the judge.
@@ -47,53 +45,18 @@ func (l *LLM) judge(ctx context.Context, c Criterion, t *trace.Trace, tg target)
 	default:
 		want = "Answer with exactly one of: " + strings.Join(c.Choices, ", ") + " on the first line, then a short reason."
 	}
-	model := c.Model
-	if model == "" {
-		model = l.Model
-	}
-	body, _ := json.Marshal(map[string]any{
-		"model":       model,
-		"temperature": 0,
-		"messages": []map[string]string{
-			{"role": "system", "content": "You grade an AI agent's trace on one criterion. " + want},
-			{"role": "user", "content": c.Prompt + "\n\n" + string(subject)},
+	ep := chat.Endpoint{URL: l.URL, APIKey: l.APIKey, Model: l.Model, Client: l.Client}
+	content, err := ep.Complete(ctx, chat.Request{
+		Model: c.Model, // "" keeps the configured model
+		Messages: []chat.Message{
+			{Role: "system", Content: "You grade an AI agent's trace on one criterion. " + want},
+			{Role: "user", Content: c.Prompt + "\n\n" + string(subject)},
 		},
 	})
-	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(l.URL, "/")+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return Result{}, fmt.Errorf("llm: %w", err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if l.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+l.APIKey)
-	}
-	hc := l.Client
-	if hc == nil {
-		hc = &http.Client{Timeout: 2 * time.Minute}
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return Result{}, fmt.Errorf("llm: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return Result{}, fmt.Errorf("llm: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return Result{}, fmt.Errorf("llm: status %d: %.300s", resp.StatusCode, raw)
-	}
-	var out struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil || len(out.Choices) == 0 {
-		return Result{}, fmt.Errorf("llm: not a chat completion: %.300s", raw)
-	}
-	return ParseVerdict(c, out.Choices[0].Message.Content)
+	return ParseVerdict(c, content)
 }
 
 // ParseVerdict reads a judge's answer: the first line holds the verdict

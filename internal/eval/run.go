@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/lookout-dev/lookout/internal/policy"
 	"github.com/lookout-dev/lookout/internal/store"
 )
 
@@ -24,6 +25,9 @@ type Runner struct {
 	LLM         *LLM // nil: llm criteria are refused
 	Concurrency int  // traces evaluated at once; 0: 4
 	Batch       int  // traces stored per transaction; 0: 256
+	// DetectorModel answers the model-backed detectors of rule criteria
+	// (nil: they fail as unavailable).
+	DetectorModel *policy.DetectorModel
 }
 
 // CompileAll compiles a run's criteria.
@@ -51,6 +55,9 @@ func (r *Runner) Run(ctx context.Context, run store.EvalRun, progress func(Progr
 	evs, err := CompileAll(cs, r.LLM)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", run.ID, err)
+	}
+	for _, e := range evs {
+		e.SetDetectorModel(r.DetectorModel)
 	}
 	var auto []*Evaluator // human criteria are graded by people, not runs
 	for _, e := range evs {

@@ -908,11 +908,7 @@ func pyJSON(v value) string {
 // runDetector calls a registered detector, with results cached per
 // analysis and argument.
 func (in *interp) runDetector(d *Detector, args []value, kw []kwArg, off int) (result value) {
-	if d.Unavailable != "" || d.Func == nil {
-		msg := d.Unavailable
-		if msg == "" {
-			msg = d.Name + " is not available in this build"
-		}
+	if msg, ok := in.unavailable(d); !ok {
 		in.fail(off, ClassUnavailable, "%s", msg)
 	}
 	key, cacheable := detectorKey(d, args, kw)
@@ -922,7 +918,7 @@ func (in *interp) runDetector(d *Detector, args []value, kw []kwArg, off int) (r
 			return e.v
 		}
 	}
-	call := &DetectorCall{Name: d.Name, Args: make([]Arg, len(args))}
+	call := &DetectorCall{Name: d.Name, Args: make([]Arg, len(args)), model: in.p.model, in: in}
 	for i, a := range args {
 		call.Args[i] = Arg{a}
 	}
@@ -951,6 +947,11 @@ func (in *interp) runDetector(d *Detector, args []value, kw []kwArg, off int) (r
 		if errors.Is(err, ErrDetectorUnavailable) {
 			in.fail(off, ClassUnavailable, "%s: %v", d.Name, err)
 		}
+		if isContextErr(err) && in.regexCtx != nil && in.regexCtx.Err() != nil {
+			// the check's time ran out (or its caller left) while the
+			// detector waited: the budget's error, naming the detector
+			in.fail(off, ClassBudget, "%s: %v", d.Name, err)
+		}
 		in.fail(off, ClassDetectorFailed, "%s: %v", d.Name, err)
 	}
 	v, cerr := fromGo(res, 0)
@@ -965,6 +966,19 @@ func (in *interp) runDetector(d *Detector, args []value, kw []kwArg, off int) (r
 		in.detCache[key] = detEntry{v: v, marks: call.marks}
 	}
 	return v
+}
+
+// unavailable reports whether d can run in this analysis, and why not:
+// a stub, or a model-backed detector without a detector model.
+func (in *interp) unavailable(d *Detector) (string, bool) {
+	if d.Func != nil && (d.Unavailable == "" || d.Model && in.p.model != nil) {
+		return "", true
+	}
+	msg := d.Unavailable
+	if msg == "" {
+		msg = d.Name + " is not available in this build"
+	}
+	return msg, false
 }
 
 // detectorKey identifies a call by detector, argument identity (values from

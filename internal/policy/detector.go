@@ -45,7 +45,11 @@ package policy
 // Detectors that need a model or a network service are registered here with
 // Unavailable set: importing them works (so policies that import but do not
 // call them load), calling them fails with a clear "not available in this
-// build" error instead of silently returning false.
+// build" error instead of silently returning false. The model-backed ones
+// (prompt_injection, moderated, llm, llm_confirm, and pii's named entities;
+// modeldetectors.go) also have a Func and Model set: they run when the
+// policy has a detector model (Policy.SetDetectorModel, an OpenAI-compatible
+// endpoint) and fail with Unavailable when it has none.
 //
 // Invariant's model-free detectors that Lookout implements natively live in
 // internal/policy/detectors (pure functions over strings, which do not
@@ -73,6 +77,7 @@ package policy
 // the adapters in this package, or import their package from the test.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,6 +105,10 @@ type Detector struct {
 	// The detector runs; the conformance test no longer counts the
 	// capability as fully available.
 	Partial string
+	// Model marks a detector answered by the analysis' detector model
+	// (Policy.SetDetectorModel): with Func and Unavailable set, it runs
+	// when the policy has a model and fails with Unavailable otherwise.
+	Model bool
 }
 
 // DetectorFunc implements a detector. It may be called from several
@@ -119,6 +128,21 @@ type DetectorCall struct {
 	Args   []Arg
 	Kwargs map[string]Arg
 	marks  []mark
+	model  *DetectorModel
+	in     *interp
+}
+
+// Context bounds the call: it ends when the analysis is stopped or passes
+// its deadline. Detectors that wait (on a model, a program) watch it. Call
+// it from the detector function, not from goroutines it starts (pass them
+// the context).
+func (c *DetectorCall) Context() context.Context {
+	if c.in == nil {
+		return context.Background()
+	}
+	// made on first use (most detectors never wait) and cancelled when
+	// the analysis ends
+	return c.in.regexContext()
 }
 
 // Arg returns argument i, or a None argument when there are fewer.
@@ -429,13 +453,9 @@ func init() {
 	// program. Declared so that policies importing them load; calling them
 	// fails loudly.
 	for _, d := range []Detector{
-		{Name: "prompt_injection", Modules: []string{"invariant.detectors", "invariant.detectors.prompt_injection"}, Unavailable: "prompt_injection " + modelNeeded + " (a transformer classifier)"},
-		{Name: "moderated", Modules: []string{"invariant.detectors", "invariant.detectors.moderation"}, Unavailable: "moderated " + modelNeeded + " (a moderation model or the OpenAI moderation API)"},
 		{Name: "is_similar", Modules: []string{"invariant.detectors", "invariant.detectors.sentence_similarity"}, Unavailable: "is_similar " + modelNeeded + " (sentence embeddings)"},
 		{Name: "semgrep", Modules: []string{"invariant.detectors", "invariant.detectors.code"}, Unavailable: "semgrep needs the semgrep program and is not available in this build"},
 		{Name: "CodeIssue", Modules: []string{"invariant.detectors", "invariant.detectors.code"}, Type: true},
-		{Name: "llm", Modules: []string{"invariant", "invariant.llm"}, Unavailable: "llm " + modelNeeded + " (an LLM API)"},
-		{Name: "llm_confirm", Modules: []string{"invariant", "invariant.llm"}, Unavailable: "llm_confirm " + modelNeeded + " (an LLM API)"},
 		{Name: "ocr", Modules: []string{"invariant.parsers.ocr"}, Unavailable: "ocr needs the tesseract OCR engine and is not available in this build"},
 	} {
 		RegisterDetector(d)

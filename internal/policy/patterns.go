@@ -104,8 +104,8 @@ func (m *valueRefMatcher) match(in *interp, v value) bool {
 	if d == nil {
 		in.fail(0, ClassUnavailable, "<%s> needs the %s detector, which is not registered in this build", m.typ, m.detector)
 	}
-	if d.Unavailable != "" || d.Func == nil {
-		in.fail(0, ClassUnavailable, "<%s> needs the %s detector: %s", m.typ, m.detector, d.Unavailable)
+	if msg, ok := in.unavailable(d); !ok {
+		in.fail(0, ClassUnavailable, "<%s> needs the %s detector: %s", m.typ, m.detector, msg)
 	}
 	// Ask for the one entity: a detector that cannot recognize it (say a
 	// named entity without a model) then fails instead of matching nothing.

@@ -25,6 +25,7 @@ type Policy struct {
 	consts []*DeclStmt
 	preds  []*DeclStmt
 	limits Limits
+	model  *DetectorModel
 }
 
 type rule struct {
@@ -112,6 +113,11 @@ func ParseContext(ctx context.Context, name, src string) (p *Policy, err error) 
 
 // SetLimits changes the limits of later analyses.
 func (p *Policy) SetLimits(l Limits) { p.limits = l }
+
+// SetDetectorModel makes later analyses answer the model-backed detectors
+// (prompt_injection, moderated, pii's named entities, llm, llm_confirm)
+// with m; nil leaves them unavailable.
+func (p *Policy) SetDetectorModel(m *DetectorModel) { p.model = m }
 
 // Source is the policy text.
 func (p *Policy) Source() string { return p.src }

@@ -9,6 +9,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/lookout-dev/lookout/internal/policy/detectors"
 )
@@ -59,10 +60,7 @@ func init() {
 		return detectorMatches(c, func(s string) ([]detectors.Match, error) { return detectors.Secrets(s, kinds) })
 	}})
 	RegisterDetector(Detector{Name: "pii", Modules: []string{"invariant.detectors", "invariant.detectors.pii"},
-		Partial: "named entities (PERSON, LOCATION, NRP, DATE_TIME) need a model", Func: func(c *DetectorCall) (any, error) {
-			ents := c.Arg(1).Strings()
-			return detectorMatches(c, func(s string) ([]detectors.Match, error) { return detectors.PII(s, ents) })
-		}})
+		Partial: "named entities (PERSON, LOCATION, NRP, DATE_TIME) need a model", Func: pii})
 	RegisterDetector(Detector{Name: "unicode", Modules: []string{"invariant.detectors", "invariant.detectors.unicode"}, Func: func(c *DetectorCall) (any, error) {
 		cats := c.Arg(1).Strings() // optional: only these categories
 		return detectorMatches(c, func(s string) ([]detectors.Match, error) { return detectors.Unicode(s, cats) })
@@ -98,4 +96,74 @@ func init() {
 		ok, err := detectors.FuzzyContains(s, q, th)
 		return ok, wrapUnavailable(err)
 	}})
+}
+
+// pii is pii(data, entities=None): the PII entities found in each text of
+// data, one per finding, in order of position, each marked. presidio's
+// pattern entities come from detectors.PII; the named entities (PERSON,
+// LOCATION, ORGANIZATION, NRP, DATE_TIME) from the detector model when the
+// policy has one (without entities, all of both, as with Invariant), and
+// asking for one without a model fails as unavailable.
+func pii(c *DetectorCall) (any, error) {
+	ents := c.Arg(1).Strings()
+	if a, ok := c.Kwarg("entities"); ok {
+		ents = a.Strings()
+	}
+	if c.model == nil {
+		return detectorMatches(c, func(s string) ([]detectors.Match, error) { return detectors.PII(s, ents) })
+	}
+	var patternEnts []string
+	modelEnts := map[string]bool{}
+	for _, e := range ents {
+		if slices.Contains(detectors.PIIModelEntities, e) {
+			modelEnts[e] = true
+		} else {
+			patternEnts = append(patternEnts, e)
+		}
+	}
+	if len(patternEnts) > 0 {
+		// an unknown or unported entity fails before any request
+		if _, err := detectors.PII("", patternEnts); err != nil {
+			return nil, wrapUnavailable(err)
+		}
+	}
+	all := len(ents) == 0
+	if all {
+		for _, e := range detectors.PIIModelEntities {
+			modelEnts[e] = true
+		}
+	}
+	texts := c.Arg(0).Texts()
+	var named [][]detectors.Match
+	if len(modelEnts) > 0 {
+		var err error
+		if named, err = piiModel(c, texts, modelEnts); err != nil {
+			return nil, err
+		}
+	}
+	var kinds []string
+	for i, t := range texts {
+		var ms []detectors.Match
+		if all || len(patternEnts) > 0 {
+			found, err := detectors.PII(t.S, patternEnts)
+			if err != nil {
+				return nil, wrapUnavailable(err)
+			}
+			ms = found
+		}
+		if named != nil {
+			ms = append(ms, named[i]...)
+		}
+		slices.SortStableFunc(ms, func(a, b detectors.Match) int {
+			if a.Start != b.Start {
+				return a.Start - b.Start
+			}
+			return a.End - b.End
+		})
+		for _, m := range ms {
+			c.MarkRunes(t, m.Start, m.End)
+			kinds = append(kinds, m.Kind)
+		}
+	}
+	return kinds, nil
 }

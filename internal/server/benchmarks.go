@@ -332,6 +332,7 @@ func (s *Server) scoreDataset(ctx context.Context, b store.Benchmark, d store.Da
 	if err != nil {
 		return store.BenchmarkResult{}, criteriaError(err)
 	}
+	sc.SetDetectorModel(s.detectorModel)
 	ids, err := s.datasetTraceIDs(ctx, d.ID)
 	if err != nil {
 		return store.BenchmarkResult{}, err

@@ -327,7 +327,7 @@ func newRunManager() *runManager {
 }
 
 func (s *Server) runner() *eval.Runner {
-	return &eval.Runner{Store: s.st, LLM: s.llm, Concurrency: s.evalConcurrency}
+	return &eval.Runner{Store: s.st, LLM: s.llm, Concurrency: s.evalConcurrency, DetectorModel: s.detectorModel}
 }
 
 // startRun works on run in the background until it is done, cancelled, or

@@ -500,7 +500,7 @@ func (s *Server) parseCached(ctx context.Context, name, src string) (*policy.Pol
 	}
 	ctx, cancel := policy.WithTimeBudget(ctx, checkLimits.Time)
 	defer cancel()
-	pol, err := parsePolicy(ctx, name, src)
+	pol, err := s.parsePolicy(ctx, name, src)
 	if err != nil {
 		return nil, err
 	}

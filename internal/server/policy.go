@@ -88,16 +88,17 @@ type diagnosticJSON struct {
 	Message string `json:"message"`
 }
 
-// parsePolicy parses and checks a policy, stopped when ctx is done; a
-// policy that does not load is a 422 naming the first problem's line and
-// column. A policy that is only saved is loaded under a time budget of its
-// own.
-func parsePolicy(ctx context.Context, name, src string) (*policy.Policy, error) {
+// parsePolicy parses and checks a policy, stopped when ctx is done, with
+// the server's limits and detector model; a policy that does not load is a
+// 422 naming the first problem's line and column. A policy that is only
+// saved is loaded under a time budget of its own.
+func (s *Server) parsePolicy(ctx context.Context, name, src string) (*policy.Policy, error) {
 	p, err := policy.ParseContext(ctx, name, src)
 	if err != nil {
 		return nil, policyError(err)
 	}
 	p.SetLimits(checkLimits)
+	p.SetDetectorModel(s.detectorModel)
 	return p, nil
 }
 
@@ -111,7 +112,7 @@ func (s *Server) savePolicyCheck(r *http.Request, name, src string) error {
 	defer release()
 	ctx, cancel := policy.WithTimeBudget(r.Context(), checkLimits.Time)
 	defer cancel()
-	_, err = parsePolicy(ctx, name, src)
+	_, err = s.parsePolicy(ctx, name, src)
 	return err
 }
 
@@ -226,7 +227,7 @@ func (s *Server) checkPolicy(w http.ResponseWriter, r *http.Request, p *principa
 	// early when the client goes away.
 	ctx, cancel := policy.WithTimeBudget(r.Context(), checkLimits.Time)
 	defer cancel()
-	pol, err := parsePolicy(ctx, "policy", src)
+	pol, err := s.parsePolicy(ctx, "policy", src)
 	if err != nil {
 		return err
 	}
@@ -301,7 +302,7 @@ func (s *Server) checkPolicyBatch(w http.ResponseWriter, r *http.Request, p *pri
 	for i, src := range sources {
 		// Each policy is one check: one deadline for loading and checking.
 		ctx, cancel := policy.WithTimeBudget(r.Context(), checkLimits.Time)
-		pol, err := parsePolicy(ctx, fmt.Sprintf("policies[%d]", i), src)
+		pol, err := s.parsePolicy(ctx, fmt.Sprintf("policies[%d]", i), src)
 		if err == nil {
 			var res *policy.Result
 			res, err = pol.AnalyzeContext(ctx, events, params)
@@ -352,7 +353,7 @@ func (s *Server) loadPolicy(w http.ResponseWriter, r *http.Request, p *principal
 	defer release()
 	ctx, cancel := policy.WithTimeBudget(r.Context(), checkLimits.Time)
 	defer cancel()
-	pol, err := parsePolicy(ctx, "policy", src)
+	pol, err := s.parsePolicy(ctx, "policy", src)
 	if err != nil {
 		return err
 	}
@@ -574,7 +575,7 @@ func (s *Server) checkDataset(w http.ResponseWriter, r *http.Request, p *princip
 	defer func() { release() }()
 	ctx := r.Context()
 	loadCtx, cancel := policy.WithTimeBudget(ctx, checkLimits.Time)
-	pol, err := parsePolicy(loadCtx, saved.Name, saved.Source)
+	pol, err := s.parsePolicy(loadCtx, saved.Name, saved.Source)
 	cancel()
 	if err != nil {
 		return err

@@ -36,6 +36,11 @@ type Config struct {
 	// EvalConcurrency bounds the traces a run evaluates at once (0: 4).
 	LLM             *eval.LLM
 	EvalConcurrency int
+	// DetectorModel answers the model-backed detectors (prompt_injection,
+	// moderated, pii's named entities, llm) of every policy the server
+	// checks: policy checks, dataset checks, rule criteria of evaluations
+	// and benchmarks. nil: they fail as unavailable.
+	DetectorModel *policy.DetectorModel
 	// A trace received as spans is built once no spans came for it for
 	// SpanQuiet (0: 250ms), or after SpanMaxDelay of spans that keep coming
 	// (0: 2s). While more than SpanBacklog traces (0: 20,000) wait to be
@@ -72,12 +77,13 @@ type Server struct {
 	evalConcurrency int
 	runs            *runManager
 	checks          *policy.Limiter
+	detectorModel   *policy.DetectorModel
 }
 
 // New returns a server over cfg.Store.
 func New(cfg Config) *Server {
 	s := &Server{st: cfg.Store, log: cfg.Logger, maxBody: cfg.MaxBody, sessionTTL: cfg.SessionTTL,
-		llm: cfg.LLM, evalConcurrency: cfg.EvalConcurrency, runs: newRunManager(), checks: cfg.Checks}
+		llm: cfg.LLM, evalConcurrency: cfg.EvalConcurrency, runs: newRunManager(), checks: cfg.Checks, detectorModel: cfg.DetectorModel}
 	if s.checks == nil {
 		n := runtime.GOMAXPROCS(0)
 		s.checks = policy.NewLimiter(n, 4*n, 2*time.Second)
