@@ -92,7 +92,9 @@ func (r *Recorder) Lookup(ctx context.Context, ownerID, datasetID string, heads 
 	}
 	r.mu.Unlock()
 	if len(heads) > 0 {
-		found, err := r.st.FindConversation(ctx, datasetID, heads)
+		// The store looks up so many heads at most: the longest prefixes,
+		// which a conversation's next call matches.
+		found, err := r.st.FindConversation(ctx, datasetID, heads[max(0, len(heads)-store.MaxConversationHeads):])
 		switch {
 		case err == nil:
 			c := &Conversation{dataset: datasetID, owner: ownerID, queued: found.Events, head: found.Head, traceID: found.TraceID, stored: found.Events}

@@ -106,3 +106,45 @@ func TestRecorderConversations(t *testing.T) {
 		}
 	}
 }
+
+// TestRecorderLongConversation finds a conversation of more events than
+// the store looks up heads at once, after a restart (a new recorder: from
+// the store, not from memory).
+func TestRecorderLongConversation(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "long.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u, err := st.LocalUser(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := st.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "long", Metadata: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := store.MaxConversationHeads + 200
+	events := make([]trace.Event, n)
+	for i := range events {
+		events[i] = trace.Event{Role: "user", Content: trace.TextContent(fmt.Sprint("message ", i))}
+	}
+	heads := Heads(events)
+	first := NewRecorder(st, nil)
+	conv, from, err := first.Lookup(ctx, u.ID, d.ID, heads)
+	if err != nil || from != 0 {
+		t.Fatalf("a new conversation: %d events, %v", from, err)
+	}
+	if err := first.Record(ctx, conv, 0, events, nil, nil, heads[n-1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := append(append([]trace.Event(nil), events...), trace.Event{Role: "user", Content: trace.TextContent("one more")})
+	_, from, err = NewRecorder(st, nil).Lookup(ctx, u.ID, d.ID, Heads(next))
+	if err != nil || from != n {
+		t.Fatalf("the next call of a %d-event conversation found %d events (%v), want %d", n, from, err, n)
+	}
+}
