@@ -13,17 +13,15 @@ import (
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
-// TestRecorderConversations runs many conversations' calls through a
-// recorder on a real SQLite store, concurrently and faster than one commit
-// per call could keep up with, and checks that each conversation is one
-// trace holding every event in order, each answer with its call's span.
-func TestRecorderConversations(t *testing.T) {
+// recorderStore is a SQLite store with a user and a dataset.
+func recorderStore(t *testing.T) (*sqlite.Store, store.User, store.Dataset) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "rec.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	u, err := st.LocalUser(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +30,16 @@ func TestRecorderConversations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, u, d
+}
+
+// TestRecorderConversations runs many conversations' calls through a
+// recorder on a real SQLite store, concurrently and faster than one commit
+// per call could keep up with, and checks that each conversation is one
+// trace holding every event in order, each answer with its call's span.
+func TestRecorderConversations(t *testing.T) {
+	ctx := context.Background()
+	st, u, d := recorderStore(t)
 	rec := NewRecorder(st, nil)
 	var mu sync.Mutex
 	changed := map[string]int{}
@@ -112,19 +120,7 @@ func TestRecorderConversations(t *testing.T) {
 // the store, not from memory).
 func TestRecorderLongConversation(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "long.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	u, err := st.LocalUser(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := st.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "long", Metadata: json.RawMessage(`{}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, u, d := recorderStore(t)
 	n := store.MaxConversationHeads + 200
 	events := make([]trace.Event, n)
 	for i := range events {

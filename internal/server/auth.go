@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -52,14 +53,7 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 		if !strings.EqualFold(scheme, "Bearer") || key == "" {
 			return nil, errorf(http.StatusUnauthorized, codeUnauthorized, "the Authorization header must be \"Bearer <API key>\"")
 		}
-		u, err := s.st.UserByAPIKey(ctx, HashSecret(key))
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, errorf(http.StatusUnauthorized, codeUnauthorized, "invalid or revoked API key")
-		}
-		if err != nil {
-			return nil, err
-		}
-		return &principal{User: u, Via: "key"}, nil
+		return s.keyPrincipal(ctx, key)
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
 		u, err := s.st.UserBySession(ctx, HashSecret(c.Value))
@@ -71,18 +65,36 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 		}
 		// An expired or unknown session is no session.
 	}
-	local, err := s.localMode(r)
+	if p, err := s.localPrincipal(r); p != nil || err != nil {
+		return p, err
+	}
+	return &principal{}, nil
+}
+
+// keyPrincipal is the owner of an API key; a wrong or revoked key is 401.
+func (s *Server) keyPrincipal(ctx context.Context, key string) (*principal, error) {
+	u, err := s.st.UserByAPIKey(ctx, HashSecret(key))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errorf(http.StatusUnauthorized, codeUnauthorized, "invalid or revoked API key")
+	}
 	if err != nil {
 		return nil, err
 	}
-	if local && isLoopback(r) {
-		u, err := s.st.LocalUser(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return &principal{User: u, Via: "local"}, nil
+	return &principal{User: u, Via: "key"}, nil
+}
+
+// localPrincipal is the local user for a request from this machine while
+// the server is in local mode, else nil.
+func (s *Server) localPrincipal(r *http.Request) (*principal, error) {
+	local, err := s.localMode(r)
+	if err != nil || !local || !isLoopback(r) {
+		return nil, err
 	}
-	return &principal{}, nil
+	u, err := s.st.LocalUser(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	return &principal{User: u, Via: "local"}, nil
 }
 
 // localMode reports whether the store has no users yet.

@@ -369,27 +369,11 @@ func (s *Server) gatewayPrincipal(r *http.Request, provider string, header http.
 			key = lk
 		}
 	}
-	ctx := r.Context()
 	if key != "" {
-		u, err := s.st.UserByAPIKey(ctx, HashSecret(key))
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, errorf(http.StatusUnauthorized, codeUnauthorized, "invalid or revoked Lookout API key")
-		}
-		if err != nil {
-			return nil, err
-		}
-		return &principal{User: u, Via: "key"}, nil
+		return s.keyPrincipal(r.Context(), key)
 	}
-	local, err := s.localMode(r)
-	if err != nil {
-		return nil, err
-	}
-	if local && isLoopback(r) {
-		u, err := s.st.LocalUser(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return &principal{User: u, Via: "local"}, nil
+	if p, err := s.localPrincipal(r); p != nil || err != nil {
+		return p, err
 	}
 	return nil, errorf(http.StatusUnauthorized, codeUnauthorized,
 		`the gateway needs a Lookout API key: send "Invariant-Authorization: Bearer <key>" or append ";invariant-auth=<key>" to the provider key`)

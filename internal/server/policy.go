@@ -105,15 +105,25 @@ func (s *Server) parsePolicy(ctx context.Context, name, src string) (*policy.Pol
 // savePolicyCheck loads a policy that is being saved, under one check's
 // time budget and a slot of the check limiter.
 func (s *Server) savePolicyCheck(r *http.Request, name, src string) error {
-	release, err := s.checks.Acquire(r.Context())
+	ctx, done, err := s.checkSlot(r)
 	if err != nil {
 		return err
 	}
-	defer release()
-	ctx, cancel := policy.WithTimeBudget(r.Context(), checkLimits.Time)
-	defer cancel()
+	defer done()
 	_, err = s.parsePolicy(ctx, name, src)
 	return err
+}
+
+// checkSlot takes a slot of the check limiter (503 when the queue is full)
+// and gives one check's budget: one deadline for loading the policy and
+// checking, ended early when the client goes away. done frees both.
+func (s *Server) checkSlot(r *http.Request) (ctx context.Context, done func(), err error) {
+	release, err := s.checks.Acquire(r.Context())
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := policy.WithTimeBudget(r.Context(), checkLimits.Time)
+	return ctx, func() { cancel(); release() }, nil
 }
 
 // resultJSON is a check's answer: Invariant's {"errors": [...]}, with
@@ -218,15 +228,11 @@ func (s *Server) checkPolicy(w http.ResponseWriter, r *http.Request, p *principa
 	if !hasMessages {
 		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "messages": the trace, a list of events`))
 	}
-	release, err := s.checks.Acquire(r.Context())
+	ctx, done, err := s.checkSlot(r)
 	if err != nil {
 		return err
 	}
-	defer release()
-	// One deadline for loading the policy and checking the trace, ended
-	// early when the client goes away.
-	ctx, cancel := policy.WithTimeBudget(r.Context(), checkLimits.Time)
-	defer cancel()
+	defer done()
 	pol, err := s.parsePolicy(ctx, "policy", src)
 	if err != nil {
 		return err
@@ -346,13 +352,11 @@ func (s *Server) loadPolicy(w http.ResponseWriter, r *http.Request, p *principal
 	if !has {
 		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "policy": the policy text`))
 	}
-	release, err := s.checks.Acquire(r.Context())
+	ctx, done, err := s.checkSlot(r)
 	if err != nil {
 		return err
 	}
-	defer release()
-	ctx, cancel := policy.WithTimeBudget(r.Context(), checkLimits.Time)
-	defer cancel()
+	defer done()
 	pol, err := s.parsePolicy(ctx, "policy", src)
 	if err != nil {
 		return err
