@@ -137,8 +137,8 @@ func (c *Client) sendAccept(ctx context.Context, method, path string, query url.
 // in an event stream (whose HTTP status was 200).
 var statusOf = map[string]int{
 	"invalid_json": 400, "bad_request": 400, "unauthorized": 401, "forbidden": 403, "not_found": 404,
-	"method_not_allowed": 405, "conflict": 409, "body_too_large": 413, "unsupported_media": 415,
-	"invalid": 422, "internal": 500, "unavailable": 503,
+	"method_not_allowed": 405, "conflict": 409, "timeout": 408, "body_too_large": 413, "unsupported_media": 415,
+	"invalid": 422, "too_many_requests": 429, "internal": 500, "unavailable": 503,
 }
 
 // decodeError reads an {"error": {...}} body.

@@ -20,6 +20,7 @@ import (
 
 func newServeCmd() *cobra.Command {
 	var addr, db, maxBody, llmURL, llmModel, otlpGRPC string
+	var trustedProxies []string
 	var gw server.GatewayConfig
 	var quiet bool
 	var evalConc int
@@ -52,6 +53,10 @@ policy the server checks; --llm-url is the judge of llm criteria.`,
 			if err != nil {
 				return err
 			}
+			proxies, err := server.ParseTrustedProxies(trustedProxies)
+			if err != nil {
+				return fmt.Errorf("--trusted-proxy: %w", err)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			stderr := cmd.ErrOrStderr()
@@ -65,7 +70,7 @@ policy the server checks; --llm-url is the judge of llm criteria.`,
 				level = slog.LevelWarn
 			}
 			logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-			cfg := server.Config{Store: st, Logger: logger, MaxBody: limit, EvalConcurrency: evalConc, Gateway: gw, DetectorModel: model}
+			cfg := server.Config{Store: st, Logger: logger, MaxBody: limit, EvalConcurrency: evalConc, Gateway: gw, DetectorModel: model, TrustedProxies: proxies}
 			if llmURL != "" {
 				cfg.LLM = &eval.LLM{URL: llmURL, Model: llmModel, APIKey: os.Getenv("LOOKOUT_LLM_API_KEY")}
 			}
@@ -140,6 +145,7 @@ policy the server checks; --llm-url is the judge of llm criteria.`,
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8000", "address to listen on (host:port; port 0 picks a free one)")
 	cmd.Flags().StringVar(&db, "db", defaultDB, dbFlagHelp)
 	cmd.Flags().StringVar(&maxBody, "max-body", "64MiB", "largest request body accepted (413 past it)")
+	cmd.Flags().StringSliceVar(&trustedProxies, "trusted-proxy", nil, "address or CIDR of a reverse proxy whose X-Forwarded-Proto, X-Forwarded-For and Forwarded headers are believed (repeatable; session cookies are then Secure behind its HTTPS)")
 	cmd.Flags().StringVar(&gw.OpenAIURL, "gateway-openai-url", server.DefaultOpenAIURL, "where the gateway sends OpenAI calls (/api/v1/gateway/{dataset}/openai/...; any OpenAI-compatible server, such as vLLM or Ollama's /v1)")
 	cmd.Flags().StringVar(&gw.AnthropicURL, "gateway-anthropic-url", server.DefaultAnthropicURL, "where the gateway sends Anthropic calls (/api/v1/gateway/{dataset}/anthropic/...)")
 	cmd.Flags().StringVar(&gw.GeminiURL, "gateway-gemini-url", server.DefaultGeminiURL, "where the gateway sends Gemini calls (/api/v1/gateway/{dataset}/gemini/...)")

@@ -2,11 +2,13 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/trace"
 )
 
 type annotationJSON struct {
@@ -61,9 +63,20 @@ func annotationMembers(a *store.Annotation, hasAddr, hasContent *bool) map[strin
 	}
 }
 
-func checkAnnotation(a *store.Annotation, hasAddr, hasContent bool) error {
+// checkAnnotation completes a and checks it against the trace it goes on:
+// its address must parse and name a place in tr, as a score's must.
+func checkAnnotation(a *store.Annotation, hasAddr, hasContent bool, tr *trace.Trace) error {
 	if !hasAddr || a.Address == "" {
 		return errorf(http.StatusUnprocessableEntity, codeInvalid, `an annotation needs an "address" (such as messages.2.content:5-10)`)
+	}
+	addr, err := trace.ParseAddress(a.Address)
+	if err != nil {
+		return &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalid,
+			Message: fmt.Sprintf("address %q: %s", a.Address, err.Error()), Details: map[string]string{"address": a.Address}}
+	}
+	if _, err := tr.Resolve(addr); err != nil {
+		return &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalid,
+			Message: fmt.Sprintf("address %q is not in the trace: %s", a.Address, err.Error()), Details: map[string]string{"address": a.Address}}
 	}
 	if !hasContent {
 		return errorf(http.StatusUnprocessableEntity, codeInvalid, `an annotation needs a "content" string`)
@@ -91,7 +104,7 @@ func (s *Server) createAnnotation(w http.ResponseWriter, r *http.Request, p *pri
 	if _, err := decodeBody(r, annotationMembers(&a, &hasAddr, &hasContent)); err != nil {
 		return err
 	}
-	if err := checkAnnotation(&a, hasAddr, hasContent); err != nil {
+	if err := checkAnnotation(&a, hasAddr, hasContent, t.Trace); err != nil {
 		return err
 	}
 	created, err := s.st.CreateAnnotation(r.Context(), a)
@@ -204,7 +217,7 @@ func (s *Server) replaceAnnotations(w http.ResponseWriter, r *http.Request, p *p
 				if err != nil {
 					return err
 				}
-				if err := checkAnnotation(&a, hasAddr, hasContent); err != nil {
+				if err := checkAnnotation(&a, hasAddr, hasContent, t.Trace); err != nil {
 					return sc.ErrorAt(start, "%s", err.Error())
 				}
 				as = append(as, a)

@@ -224,17 +224,32 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *principal) err
 	}); err != nil {
 		return err
 	}
-	wrong := errorf(http.StatusUnauthorized, codeUnauthorized, "wrong user name or password")
-	u, err := s.st.UserByName(r.Context(), name)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && u.PasswordHash == "") {
-		bcrypt.CompareHashAndPassword(dummyHash(), []byte(password))
-		return wrong
+	addr := s.clientAddr(r)
+	if wait := max(s.loginsByAddr.wait(addr), s.loginsByName.wait(name)); wait > 0 {
+		return tooManyLogins(wait)
 	}
-	if err != nil {
+	wrong := func() error {
+		s.loginsByAddr.fail(addr)
+		s.loginsByName.fail(name)
+		return errorf(http.StatusUnauthorized, codeUnauthorized, "wrong user name or password")
+	}
+	u, err := s.st.UserByName(r.Context(), name)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
-		return wrong
+	hash := []byte(u.PasswordHash)
+	if err != nil || len(hash) == 0 {
+		hash = dummyHash() // as slow as a real check: names are not revealed
+	}
+	select {
+	case s.hashing <- struct{}{}:
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
+	mismatch := bcrypt.CompareHashAndPassword(hash, []byte(password))
+	<-s.hashing
+	if err != nil || len(u.PasswordHash) == 0 || mismatch != nil {
+		return wrong()
 	}
 	token := randomToken()
 	expires := time.Now().Add(s.sessionTTL)
@@ -248,7 +263,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *principal) err
 		Expires:  expires,
 		MaxAge:   int(s.sessionTTL / time.Second),
 		HttpOnly: true,
-		Secure:   r.TLS != nil,
+		Secure:   s.secureRequest(r),
 		SameSite: http.SameSiteStrictMode,
 	})
 	writeJSON(w, http.StatusOK, map[string]any{"user": userJSON{u.ID, u.Name}})
@@ -261,7 +276,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ *principal) er
 			return err
 		}
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secureRequest(r), SameSite: http.SameSiteStrictMode})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

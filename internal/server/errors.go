@@ -23,7 +23,9 @@ const (
 	codeNotFound     = "not_found"          // 404
 	codeMethod       = "method_not_allowed" // 405
 	codeConflict     = "conflict"           // 409
+	codeTimeout      = "timeout"            // 408: the body arrived too slowly
 	codeTooLarge     = "body_too_large"     // 413
+	codeTooMany      = "too_many_requests"  // 429: wait Retry-After seconds
 	codeUnsupported  = "unsupported_media"  // 415
 	codeInvalid      = "invalid"            // 422: well-formed JSON that breaks a rule
 	codeInvalidQuery = "invalid_query"      // 400: a search query that does not parse

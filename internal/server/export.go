@@ -37,7 +37,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, p *principal) er
 		return err
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", safeFileName(d.Name)+".jsonl"))
+	w.Header().Set("Content-Disposition", attachment(d.Name+".jsonl"))
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, 256<<10)
 	var enc interface {
@@ -124,4 +124,27 @@ func safeFileName(name string) string {
 		}
 		return r
 	}, name)
+}
+
+// attachment is a Content-Disposition for a download named name (RFC 6266):
+// an ASCII filename for old clients and the exact name, percent-encoded in
+// UTF-8, as filename*.
+func attachment(name string) string {
+	name = safeFileName(name)
+	ascii := strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '%' {
+			return '_'
+		}
+		return r
+	}, name)
+	var enc strings.Builder
+	for _, b := range []byte(name) {
+		// attr-char of RFC 5987; everything else is percent-encoded.
+		if b < 0x80 && (b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || strings.IndexByte("!#$&+-.^_`|~", b) >= 0) {
+			enc.WriteByte(b)
+		} else {
+			fmt.Fprintf(&enc, "%%%02X", b)
+		}
+	}
+	return `attachment; filename="` + ascii + `"; filename*=UTF-8''` + enc.String()
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"runtime"
 	"strconv"
 	"strings"
@@ -52,6 +53,16 @@ type Config struct {
 	// Checks bounds the policy checks run at once (policy.go); nil: one
 	// per core (GOMAXPROCS), a queue of 4 per core waiting up to 2s.
 	Checks *policy.Limiter
+	// A request body must arrive at MinBodyRate bytes a second (0: 16 KiB/s)
+	// after BodyGrace (0: 30s), or the request fails with 408. Bodies over
+	// 1 MiB share BodiesInFlight bytes (0: twice MaxBody); past it, they
+	// wait up to 5s, then 503 with Retry-After.
+	MinBodyRate    int64
+	BodyGrace      time.Duration
+	BodiesInFlight int64
+	// TrustedProxies may set X-Forwarded-Proto, X-Forwarded-For and
+	// Forwarded (the client's scheme and address); no one else may.
+	TrustedProxies []netip.Prefix
 }
 
 // Server serves the API. It is an http.Handler.
@@ -78,6 +89,14 @@ type Server struct {
 	runs            *runManager
 	checks          *policy.Limiter
 	detectorModel   *policy.DetectorModel
+
+	minBodyRate    int64
+	bodyGrace      time.Duration
+	bodies         *byteBudget
+	trustedProxies []netip.Prefix
+	loginsByAddr   *attemptLimiter
+	loginsByName   *attemptLimiter
+	hashing        chan struct{} // slots for password hashing
 }
 
 // New returns a server over cfg.Store.
@@ -107,6 +126,21 @@ func New(cfg Config) *Server {
 	if s.spanBacklog <= 0 {
 		s.spanBacklog = 20000
 	}
+	s.minBodyRate, s.bodyGrace, s.trustedProxies = cfg.MinBodyRate, cfg.BodyGrace, cfg.TrustedProxies
+	if s.minBodyRate <= 0 {
+		s.minBodyRate = defaultMinBodyRate
+	}
+	if s.bodyGrace <= 0 {
+		s.bodyGrace = defaultBodyGrace
+	}
+	inFlight := cfg.BodiesInFlight
+	if inFlight <= 0 {
+		inFlight = 2 * s.maxBody
+	}
+	s.bodies = newByteBudget(max(inFlight, s.maxBody))
+	s.loginsByAddr = newAttemptLimiter(loginsPerAddress, addressRefill)
+	s.loginsByName = newAttemptLimiter(loginsPerAccount, accountRefill)
+	s.hashing = make(chan struct{}, runtime.GOMAXPROCS(0))
 	s.initGateway(cfg.Gateway)
 	s.mux = http.NewServeMux()
 	s.routes()
@@ -249,6 +283,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(rec, r.Body, s.maxBody)
+	release, err := s.guardBody(rec, r)
+	defer release()
+	if err != nil {
+		s.writeError(rec, r, err)
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		s.noRoute(rec, r)
 		return
@@ -360,9 +400,14 @@ func validName(what, name string) error {
 	if len(name) > 200 {
 		return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s is longer than 200 bytes", what)
 	}
+	if strings.TrimSpace(name) != name {
+		return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s %q begins or ends with white space", what, name)
+	}
 	for _, r := range name {
-		if unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s %q contains a control or invalid character", what, name)
+		// Format characters (U+202E RIGHT-TO-LEFT OVERRIDE, zero-width
+		// spaces and joiners) make a name look like another one.
+		if unicode.IsControl(r) || r == unicode.ReplacementChar || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
+			return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s %q contains a control, format or invalid character (U+%04X)", what, name, r)
 		}
 	}
 	return nil

@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -160,7 +159,7 @@ func (s *Server) downloadTrace(w http.ResponseWriter, r *http.Request, p *princi
 	if r.URL.Query().Get("format") == "invariant" {
 		name = "trace-" + st.ID + ".jsonl"
 	}
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
+	w.Header().Set("Content-Disposition", attachment(name))
 	writeRaw(w, http.StatusOK, body)
 	return nil
 }
