@@ -1,4 +1,4 @@
-package detectors
+package python
 
 import (
 	"fmt"
@@ -414,6 +414,10 @@ func (l *lexer) digits(pred func(byte) bool) bool {
 }
 
 func isDec(c byte) bool { return c >= '0' && c <= '9' }
+
+func isHexByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
 
 func (l *lexer) scanNumber(line int) token {
 	start := l.pos
