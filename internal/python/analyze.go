@@ -51,15 +51,15 @@ func Analyze(src string) (a Analysis, err error) {
 
 // analyze is Analyze without the recover, for the fuzz test.
 func analyze(src string) (Analysis, error) {
-	toks, err := pyTokenize(src)
+	toks, err := tokenize(src)
 	if err != nil {
 		return Analysis{}, err
 	}
-	mod, err := pyParse(toks)
+	mod, err := parse(toks)
 	if err != nil {
 		return Analysis{}, err
 	}
-	v := &pyVisitor{seen: map[string]bool{}}
+	v := &visitor{seen: map[string]bool{}}
 	v.visit(mod, 0)
 	return v.res, nil
 }
@@ -77,12 +77,12 @@ var pythonBuiltins = func() map[string]bool {
 // IsBuiltin reports whether name is one of Python's builtins.
 func IsBuiltin(name string) bool { return pythonBuiltins[name] }
 
-type pyVisitor struct {
+type visitor struct {
 	res  Analysis
 	seen map[string]bool
 }
 
-func (v *pyVisitor) visit(n *node, depth int) {
+func (v *visitor) visit(n *node, depth int) {
 	if n == nil || depth > 10*maxParseDepth {
 		return
 	}

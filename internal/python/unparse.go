@@ -67,7 +67,7 @@ func unparse(n *node, prec int) string {
 	case nConst:
 		return unparseConst(n)
 	case nJoinedStr:
-		return "f" + pyRepr(joinedBody(n))
+		return "f" + repr(joinedBody(n))
 	case nAttr:
 		base := unparse(n.kids[0], precAtom)
 		if c := n.kids[0]; c.kind == nConst && (c.ckind == cInt || c.ckind == cTrue || c.ckind == cFalse) {
@@ -256,11 +256,11 @@ func unparseConst(n *node) string {
 	switch n.ckind {
 	case cStr:
 		if n.uprefix {
-			return "u" + pyRepr(n.sval)
+			return "u" + repr(n.sval)
 		}
-		return pyRepr(n.sval)
+		return repr(n.sval)
 	case cBytes:
-		return "b" + pyBytesRepr(n.sval)
+		return "b" + bytesRepr(n.sval)
 	case cTrue:
 		return "True"
 	case cFalse:
@@ -270,16 +270,16 @@ func unparseConst(n *node) string {
 	case cEllipsis:
 		return "..."
 	case cInt:
-		return pyIntRepr(n.sval)
+		return intRepr(n.sval)
 	case cFloat:
-		return pyFloatRepr(n.sval)
+		return floatRepr(n.sval)
 	case cComplex:
-		return strings.TrimSuffix(pyFloatRepr(strings.TrimRight(n.sval, "jJ")), ".0") + "j"
+		return strings.TrimSuffix(floatRepr(strings.TrimRight(n.sval, "jJ")), ".0") + "j"
 	}
 	return ""
 }
 
-func pyIntRepr(lit string) string {
+func intRepr(lit string) string {
 	s := strings.ReplaceAll(strings.ToLower(lit), "_", "")
 	b := new(big.Int)
 	base := 10
@@ -297,7 +297,7 @@ func pyIntRepr(lit string) string {
 	return b.String()
 }
 
-func pyFloatRepr(lit string) string {
+func floatRepr(lit string) string {
 	f, err := strconv.ParseFloat(strings.ReplaceAll(lit, "_", ""), 64)
 	if err != nil && !math.IsInf(f, 0) {
 		return lit
@@ -329,8 +329,8 @@ func pyFloatRepr(lit string) string {
 	return fmt.Sprintf("%se%s%02d", out, sign, exp)
 }
 
-// pyRepr renders s as Python's repr() of a str.
-func pyRepr(s string) string {
+// repr renders s as Python's repr() of a str.
+func repr(s string) string {
 	q := byte('\'')
 	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
 		q = '"'
@@ -350,7 +350,7 @@ func pyRepr(s string) string {
 			b.WriteString(`\t`)
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case r >= 0x80 && !pyPrintable(r):
+		case r >= 0x80 && !isPrintable(r):
 			switch {
 			case r <= 0xff:
 				fmt.Fprintf(&b, `\x%02x`, r)
@@ -367,15 +367,15 @@ func pyRepr(s string) string {
 	return b.String()
 }
 
-// pyPrintable is Python's str.isprintable for one non-ASCII character:
+// isPrintable is Python's str.isprintable for one non-ASCII character:
 // false for the categories Cc, Cf, Cs, Co, Cn, Zl, Zp and Zs, which beyond
 // ASCII is Go's unicode.IsPrint (letters, marks, numbers, punctuation and
 // symbols).
-func pyPrintable(r rune) bool {
+func isPrintable(r rune) bool {
 	return r == utf8.RuneError || unicode.IsPrint(r)
 }
 
-func pyBytesRepr(s string) string {
+func bytesRepr(s string) string {
 	q := byte('\'')
 	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
 		q = '"'
