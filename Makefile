@@ -27,6 +27,7 @@ FUZZ_TARGETS := \
 	./internal/policy:FuzzParse \
 	./internal/policy:FuzzAnalyze \
 	./internal/policy/detectors:FuzzDetectors \
+	./internal/python:FuzzAnalyze \
 	./internal/jsonscan:FuzzScanner \
 	./internal/jsonscan:FuzzSkip \
 	./internal/eval:FuzzParseCriteria \

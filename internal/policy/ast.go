@@ -1,5 +1,7 @@
 package policy
 
+import "github.com/lookout-dev/lookout/internal/pyre"
+
 // The syntax tree. Node names follow Invariant's AST where one exists
 // (BinaryExpr, MemberAccess, TypedIdentifier, SemanticPattern, ...), so the
 // two implementations can be compared node for node. Positions are byte
@@ -117,7 +119,7 @@ type (
 		KwNames []string
 		KwOffs  []int
 		KwVals  []Expr
-		re      *pyRegexp // precompiled literal pattern for match/find
+		re      *pyre.Regexp // precompiled literal pattern for match/find
 	}
 
 	// MemberAccess is x.name.
@@ -159,7 +161,7 @@ type (
 	ToolReference struct {
 		Off  int
 		Name string
-		re   *pyRegexp // nil when Name is a plain name (compared directly)
+		re   *pyre.Regexp // nil when Name is a plain name (compared directly)
 	}
 
 	// SemanticPattern is tool:name({arg: pattern, ...}).

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/lookout-dev/lookout/internal/pyre"
 )
 
 // The cost of one check is bounded four ways, each ending it with a
@@ -124,7 +126,7 @@ func (in *interp) alloc(n int64) {
 // regexFailed reports a failed regular expression search: the check's
 // budget when the engine was stopped by it, a RegexError otherwise.
 func (in *interp) regexFailed(off int, err error, format string, args ...any) {
-	if errors.Is(err, errRegexStopped) {
+	if errors.Is(err, pyre.ErrStopped) {
 		in.checkDone()
 		// the engine saw the deadline a moment before the context did
 		in.fail(0, ClassBudget, "evaluation exceeded its time budget in a regular expression (catastrophic backtracking?)")
@@ -146,9 +148,9 @@ const matchBytes = 112
 // regexCost checks the context before a search (the Go engine cannot be
 // stopped once started, though it runs in linear time) and charges the
 // backtracking engine's copy of the subject as code points.
-func (in *interp) regexCost(re *pyRegexp, subject string) {
+func (in *interp) regexCost(re *pyre.Regexp, subject string) {
 	in.checkDone()
-	if !re.useGo(subject) || re.emptyOK {
+	if re.UsesBacktracking(subject) {
 		in.alloc(4 * int64(len(subject)))
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/lookout-dev/lookout/internal/pyre"
 )
 
 // Builtins, methods and modules available to policies: Invariant's stdlib
@@ -441,7 +443,7 @@ func imagesOf(args []value) []value {
 
 // regexArg compiles the pattern argument of match/find (precompiled when it
 // is a literal).
-func (in *interp) regexArg(n *CallExpr, p value, fn string) *pyRegexp {
+func (in *interp) regexArg(n *CallExpr, p value, fn string) *pyre.Regexp {
 	if n.re != nil {
 		return n.re
 	}
@@ -449,7 +451,7 @@ func (in *interp) regexArg(n *CallExpr, p value, fn string) *pyRegexp {
 		in.fail(n.Off, ClassType, "%s: the pattern must be a string, not %s", fn, typeName(p))
 	}
 	in.steps += int64(len(p.s))
-	re, err := compilePy(p.s)
+	re, err := pyre.Compile(p.s)
 	if err != nil {
 		in.fail(n.Off, ClassRegex, "invalid regular expression %q: %v", p.s, err)
 	}
@@ -479,9 +481,9 @@ func builtinMatch(in *interp, n *CallExpr, a []value, kw []kwArg) value {
 	for _, s := range in.matchSubjects(n, a[1], "match") {
 		in.steps += int64(len(s.s) / 16)
 		in.regexCost(re, s.s)
-		start, end, ok, err := re.match(in.regexContext, s.s)
+		start, end, ok, err := re.Match(in.regexContext, s.s)
 		if err != nil {
-			in.regexFailed(n.Off, err, "match %q", re.src)
+			in.regexFailed(n.Off, err, "match %q", re.String())
 		}
 		if ok {
 			if o, isLoc := s.p.(*origin); isLoc && o != nil {
@@ -499,9 +501,9 @@ func builtinFind(in *interp, n *CallExpr, a []value, kw []kwArg) value {
 	for _, s := range in.matchSubjects(n, a[1], "find") {
 		in.steps += int64(len(s.s) / 16)
 		in.regexCost(re, s.s)
-		spans, texts, err := re.findAll(in.regexContext, s.s, -1)
+		spans, texts, err := re.FindAll(in.regexContext, s.s, -1)
 		if err != nil {
-			in.regexFailed(n.Off, err, "find %q", re.src)
+			in.regexFailed(n.Off, err, "find %q", re.String())
 		}
 		in.alloc(int64(len(spans)) * matchBytes)
 		o, isLoc := s.p.(*origin)

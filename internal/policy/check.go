@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/lookout-dev/lookout/internal/pyre"
 )
 
 // The checker resolves every name before any trace is read: variables get a
@@ -611,13 +613,13 @@ func (c *checker) binary(n *BinaryExpr, bs *bodyScope) {
 	}
 }
 
-func (c *checker) toolNameRegexp(t *ToolReference) *pyRegexp {
+func (c *checker) toolNameRegexp(t *ToolReference) *pyre.Regexp {
 	// Tool names are matched as regular expressions (anchored), as in
 	// Invariant; plain names are compared directly.
 	if isPlainName(t.Name) {
 		return nil
 	}
-	re, err := compilePy(t.Name + "$")
+	re, err := pyre.Compile(t.Name + "$")
 	if err != nil {
 		c.errorf(t.Off, ClassRegex, "tool name pattern %q: %v", t.Name, err)
 		return nil
@@ -671,7 +673,7 @@ func (c *checker) call(n *CallExpr, bs *bodyScope) {
 		}
 		if (f.fname == "match" || f.fname == "find") && len(n.Args) >= 1 {
 			if s, ok := n.Args[0].(*StringLit); ok {
-				re, err := compilePy(s.value)
+				re, err := pyre.Compile(s.value)
 				if err != nil {
 					c.errorf(s.Off, ClassRegex, "invalid regular expression %q: %v", s.value, err)
 				} else {

@@ -58,7 +58,7 @@
 // invariant (all builtins and types), invariant.access_control
 // (should_allow_rbac), and the detector modules (see detector.go). Other
 // methods, attributes and modules are refused, as in Invariant's sandbox.
-// Regular expressions have Python's syntax and meaning (regex.go).
+// Regular expressions have Python's syntax and meaning (package pyre).
 //
 // # Evaluation
 //

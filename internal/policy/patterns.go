@@ -1,5 +1,7 @@
 package policy
 
+import "github.com/lookout-dev/lookout/internal/pyre"
+
 // Semantic patterns: call is tool:send_email({to: "^(?!Peter$).*$"}).
 //
 // As in Invariant: the tool name is matched as an anchored regular
@@ -50,7 +52,7 @@ func (m *listMatcher) match(in *interp, v value) bool {
 
 type constMatcher struct {
 	v  value
-	re *pyRegexp // for strings: the pattern anchored at both ends
+	re *pyre.Regexp // for strings: the pattern anchored at both ends
 }
 
 func (m *constMatcher) match(in *interp, v value) bool {
@@ -66,7 +68,7 @@ func (m *constMatcher) match(in *interp, v value) bool {
 			return false
 		}
 		in.regexCost(m.re, v.s)
-		_, _, ok, err := m.re.match(in.regexContext, v.s)
+		_, _, ok, err := m.re.Match(in.regexContext, v.s)
 		if err != nil {
 			in.regexFailed(0, err, "pattern %q", m.v.s)
 		}
@@ -166,7 +168,7 @@ func (c *checker) patternMatcher(e Expr) matcher {
 	case *StringLit:
 		m := &constMatcher{v: vStr(n.value)}
 		// A string that is not a valid pattern still matches itself.
-		if re, err := compilePy("(?s)" + n.value + "$"); err == nil {
+		if re, err := pyre.Compile("(?s)" + n.value + "$"); err == nil {
 			m.re = re
 		}
 		return m
@@ -228,7 +230,7 @@ func (in *interp) matchTool(v value, tr *ToolReference, sp *SemanticPattern) boo
 	}
 	if tr.re != nil {
 		in.regexCost(tr.re, c.name)
-		_, _, ok, err := tr.re.match(in.regexContext, c.name)
+		_, _, ok, err := tr.re.Match(in.regexContext, c.name)
 		if err != nil {
 			in.regexFailed(tr.Off, err, "tool name pattern %q", tr.Name)
 		}

@@ -1,6 +1,7 @@
 // Package detectors holds the guardrail detectors that need no model and no
 // network: secrets, PII (pattern based), Unicode categories, links and HTML,
-// Python source analysis, fuzzy matching and copyright notices.
+// Python source analysis (over package python's parser), fuzzy matching and
+// copyright notices.
 //
 // Every function is a plain, pure function over a string. Results that mark a
 // part of the input carry Start/End offsets in Unicode code points (the

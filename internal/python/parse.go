@@ -1,4 +1,4 @@
-package detectors
+package python
 
 import (
 	"fmt"
@@ -87,11 +87,11 @@ type parser struct {
 	lastSig string
 	toks    []token
 	pos     int
-	err     *pyErr
+	err     *syntaxError
 	depth   int
 }
 
-func pyParse(toks []token) (*node, *pyErr) {
+func parse(toks []token) (*node, *syntaxError) {
 	p := &parser{toks: toks}
 	mod := &node{kind: nModule}
 	for p.err == nil && p.peek().kind != tkEnd {
@@ -127,7 +127,7 @@ func (p *parser) advance() token {
 
 func (p *parser) fail(format string, args ...any) {
 	if p.err == nil {
-		p.err = &pyErr{msg: fmt.Sprintf(format, args...), line: p.peek().line}
+		p.err = &syntaxError{msg: fmt.Sprintf(format, args...), line: p.peek().line}
 	}
 	// jump to the end so that loops stop
 	p.pos = len(p.toks)
@@ -171,7 +171,7 @@ func (p *parser) expectKw(v string) {
 	}
 }
 
-var pyKeywords = map[string]bool{
+var keywords = map[string]bool{
 	"False": true, "None": true, "True": true, "and": true, "as": true, "assert": true, "async": true,
 	"await": true, "break": true, "class": true, "continue": true, "def": true, "del": true, "elif": true,
 	"else": true, "except": true, "finally": true, "for": true, "from": true, "global": true, "if": true,
@@ -181,7 +181,7 @@ var pyKeywords = map[string]bool{
 
 func (p *parser) isName() bool {
 	t := p.peek()
-	return t.kind == tkName && !pyKeywords[t.val]
+	return t.kind == tkName && !keywords[t.val]
 }
 
 func (p *parser) expectName() string {
@@ -372,7 +372,7 @@ func (p *parser) simpleStmt() *node {
 		case "from":
 			return p.fromImport()
 		case "type":
-			if n1, n2 := p.peekAt(1), p.peekAt(2); n1.kind == tkName && !pyKeywords[n1.val] && n2.kind == tkOp && (n2.val == "=" || n2.val == "[") {
+			if n1, n2 := p.peekAt(1), p.peekAt(2); n1.kind == tkName && !keywords[n1.val] && n2.kind == tkOp && (n2.val == "=" || n2.val == "[") {
 				p.advance()
 				p.advance()
 				var kids []*node
@@ -1496,7 +1496,7 @@ func (p *parser) callArgs(call *node, allowGen bool) {
 				p.fail("cannot assign to %s", name)
 				return
 			}
-			if pyKeywords[name] {
+			if keywords[name] {
 				p.fail("invalid syntax")
 				return
 			}
@@ -1603,7 +1603,7 @@ func (p *parser) atom() *node {
 			p.advance()
 			return &node{kind: nConst, ckind: cNone}
 		}
-		if pyKeywords[t.val] {
+		if keywords[t.val] {
 			if t.val == "print" {
 				p.fail("Missing parentheses in call to 'print'")
 			}
@@ -1612,7 +1612,7 @@ func (p *parser) atom() *node {
 		}
 		p.advance()
 		if t.val == "print" || t.val == "exec" {
-			if n := p.peek(); n.kind == tkString || n.kind == tkName && !pyKeywords[n.val] || n.kind == tkNumber {
+			if n := p.peek(); n.kind == tkString || n.kind == tkName && !keywords[n.val] || n.kind == tkNumber {
 				p.fail("Missing parentheses in call to '%s'", t.val)
 				return nil
 			}

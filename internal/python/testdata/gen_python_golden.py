@@ -1,6 +1,6 @@
 # Generates python_golden.json (in this directory): CPython's own verdicts (ast.parse) and the
 # fields Invariant's python_code() derives from the AST, for hand-written
-# snippets. Run with CPython 3.11+: python3 gen_golden.py > python_golden.json
+# snippets. Run with CPython 3.11+: python3 gen_python_golden.py > python_golden.json
 import ast, builtins, json, sys
 B = set(vars(builtins).keys()) | {'exit', 'quit', 'help', 'copyright', 'credits', 'license'}
 SNIPPETS = [

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/lookout-dev/lookout/internal/policy/internal/regexp2/syntax"
+	"github.com/lookout-dev/lookout/internal/pyre/internal/regexp2/syntax"
 )
 
 type runner struct {

@@ -1,4 +1,4 @@
-package detectors
+package python
 
 import (
 	"fmt"
@@ -52,12 +52,12 @@ type fpart struct {
 	line   int
 }
 
-type pyErr struct {
+type syntaxError struct {
 	msg  string
 	line int
 }
 
-func (e *pyErr) Error() string {
+func (e *syntaxError) Error() string {
 	if e.line > 0 {
 		return fmt.Sprintf("%s (line %d)", e.msg, e.line)
 	}
@@ -80,20 +80,20 @@ type lexer struct {
 	indents []int
 	alts    []int
 	toks    []token
-	err     *pyErr
+	err     *syntaxError
 	fnest   int
 }
 
 func (l *lexer) fail(line int, format string, args ...any) {
 	if l.err == nil {
-		l.err = &pyErr{msg: fmt.Sprintf(format, args...), line: line}
+		l.err = &syntaxError{msg: fmt.Sprintf(format, args...), line: line}
 	}
 }
 
-// pyTokenize tokenizes Python source.
-func pyTokenize(src string) ([]token, *pyErr) {
+// tokenize tokenizes Python source.
+func tokenize(src string) ([]token, *syntaxError) {
 	if strings.IndexByte(src, 0) >= 0 {
-		return nil, &pyErr{msg: "source code string cannot contain null bytes"}
+		return nil, &syntaxError{msg: "source code string cannot contain null bytes"}
 	}
 	src = strings.ReplaceAll(src, "\r\n", "\n")
 	src = strings.ReplaceAll(src, "\r", "\n")
@@ -220,10 +220,10 @@ func (l *lexer) indentation() bool {
 	return false
 }
 
-var pyOps3 = []string{"**=", "//=", ">>=", "<<=", "...", "!="}
-var pyOps2 = []string{"**", "//", ">>", "<<", "<=", ">=", "==", "!=", "->", ":=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "@="}
+var ops3 = []string{"**=", "//=", ">>=", "<<=", "...", "!="}
+var ops2 = []string{"**", "//", ">>", "<<", "<=", ">=", "==", "!=", "->", ":=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "@="}
 
-const pyOps1 = "+-*/%@&|^~<>()[]{},:;.=!"
+const ops1 = "+-*/%@&|^~<>()[]{},:;.=!"
 
 // scan returns the next token. inField is true inside an f-string
 // replacement field (newlines join, comments only if multiline). ok is
@@ -322,19 +322,19 @@ func (l *lexer) scanToken(inField bool) token {
 	case r == '\'' || r == '"':
 		return l.scanString("", line)
 	}
-	for _, op := range pyOps3 {
+	for _, op := range ops3 {
 		if strings.HasPrefix(l.src[l.pos:], op) {
 			l.pos += len(op)
 			return token{kind: tkOp, val: op, line: line}
 		}
 	}
-	for _, op := range pyOps2 {
+	for _, op := range ops2 {
 		if strings.HasPrefix(l.src[l.pos:], op) {
 			l.pos += len(op)
 			return token{kind: tkOp, val: op, line: line}
 		}
 	}
-	if r < utf8.RuneSelf && strings.IndexByte(pyOps1, byte(r)) >= 0 {
+	if r < utf8.RuneSelf && strings.IndexByte(ops1, byte(r)) >= 0 {
 		c := byte(r)
 		l.pos++
 		switch c {
@@ -414,6 +414,10 @@ func (l *lexer) digits(pred func(byte) bool) bool {
 }
 
 func isDec(c byte) bool { return c >= '0' && c <= '9' }
+
+func isHexByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
 
 func (l *lexer) scanNumber(line int) token {
 	start := l.pos

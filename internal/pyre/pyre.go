@@ -1,4 +1,15 @@
-package policy
+// Package pyre gives Python's re syntax and meaning to Lookout's rules, as
+// Invariant has them. A pattern is translated to Go's RE2 syntax when it
+// means the same there (with \d, \w and \s made Unicode-aware like
+// Python's), and otherwise handed to regexp2, a backtracking engine that
+// supports lookaround, backreferences and \b. Offsets are code points, the
+// indices of a Python str.
+//
+// The backtracking engine runs under a context the caller supplies: its
+// deadline bounds a catastrophic pattern and its cancellation stops a match
+// midway (internal/regexp2 is regexp2 patched for that). The Go engine
+// needs no such bound: it runs in time linear in the subject.
+package pyre
 
 import (
 	"context"
@@ -9,22 +20,12 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/lookout-dev/lookout/internal/policy/internal/regexp2"
+	"github.com/lookout-dev/lookout/internal/pyre/internal/regexp2"
 )
 
-// Regular expressions follow Python's re module, as in Invariant. A pattern
-// is translated to Go's RE2 syntax when it has the same meaning there (with
-// \d, \w and \s made Unicode-aware like Python's), and otherwise handed to
-// regexp2, a backtracking engine that supports lookaround, backreferences
-// and \b. Offsets reported to policies are code points.
-
-// The backtracking engine runs under the analysis's context: its timeout
-// is what is left of the check's time budget, and a cancelled check stops
-// it mid-match (internal/regexp2 is regexp2 patched for that), so a
-// catastrophic pattern ends with the check's budget instead of hanging.
-// The Go engine needs no such bound: it runs in time linear in the subject.
-
-type pyRegexp struct {
+// Regexp is a compiled Python regular expression. It is safe for
+// concurrent use.
+type Regexp struct {
 	src string
 	// Go engine (nil when the pattern needs regexp2)
 	re, anchored *regexp.Regexp
@@ -46,36 +47,38 @@ type pyRegexp struct {
 	btErr          error
 }
 
-// regexCache holds compiled patterns, shared by all policies; it is
-// emptied when it grows large (patterns built at run time could fill it).
-var regexCache = struct {
+// cache holds compiled patterns, shared by all callers; it is emptied when
+// it grows large (patterns built at run time could fill it).
+var cache = struct {
 	sync.Mutex
-	m map[string]*pyRegexp
-}{m: map[string]*pyRegexp{}}
+	m map[string]*Regexp
+}{m: map[string]*Regexp{}}
 
-// compilePy compiles a Python regular expression.
-func compilePy(pattern string) (*pyRegexp, error) {
-	regexCache.Lock()
-	r, ok := regexCache.m[pattern]
-	regexCache.Unlock()
+// Compile compiles a Python regular expression. Patterns are cached, so
+// compiling one again is cheap. The error is the engine's, without Go's
+// "error parsing regexp: " prefix.
+func Compile(pattern string) (*Regexp, error) {
+	cache.Lock()
+	r, ok := cache.m[pattern]
+	cache.Unlock()
 	if ok {
 		return r, nil
 	}
-	r, err := compilePyUncached(pattern)
+	r, err := compileUncached(pattern)
 	if err != nil {
 		return nil, err
 	}
-	regexCache.Lock()
-	if len(regexCache.m) >= 4096 {
-		regexCache.m = map[string]*pyRegexp{}
+	cache.Lock()
+	if len(cache.m) >= 4096 {
+		cache.m = map[string]*Regexp{}
 	}
-	regexCache.m[pattern] = r
-	regexCache.Unlock()
+	cache.m[pattern] = r
+	cache.Unlock()
 	return r, nil
 }
 
-func compilePyUncached(pattern string) (*pyRegexp, error) {
-	r := &pyRegexp{src: pattern}
+func compileUncached(pattern string) (*Regexp, error) {
+	r := &Regexp{src: pattern}
 	if goPat, dollar, ok := translateToGo(pattern); ok {
 		if re, err := regexp.Compile(goPat); err == nil {
 			if an, err := regexp.Compile(`\A(?:` + goPat + `)`); err == nil {
@@ -97,49 +100,60 @@ func compilePyUncached(pattern string) (*pyRegexp, error) {
 	return r, nil
 }
 
-func (r *pyRegexp) compileBacktracking() {
+// String returns the pattern as given to Compile.
+func (r *Regexp) String() string { return r.src }
+
+func (r *Regexp) compileBacktracking() {
 	r.once.Do(func() {
 		pat := translateToNet(r.src)
 		bt, err := regexp2.Compile(pat, regexp2.None)
 		if err != nil {
-			r.btErr = cleanRegexError(err)
+			r.btErr = cleanError(err)
 			return
 		}
 		an, err := regexp2.Compile(`\A(?:`+pat+`)`, regexp2.None)
 		if err != nil {
-			r.btErr = cleanRegexError(err)
+			r.btErr = cleanError(err)
 			return
 		}
 		r.bt, r.btAnchored = bt, an
 	})
 }
 
-func cleanRegexError(err error) error {
+func cleanError(err error) error {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "error parsing regexp: ")
 	return errors.New(msg)
 }
 
-func (r *pyRegexp) useGo(s string) bool {
+func (r *Regexp) useGo(s string) bool {
 	return r.re != nil && !(r.dollar && strings.HasSuffix(s, "\n"))
 }
 
-// errRegexStopped tells, wrapped in the error of match or findAll, that
-// the backtracking engine stopped because ctx was done.
-var errRegexStopped = errors.New("stopped by the check's budget")
+// UsesBacktracking reports whether FindAll on s runs the backtracking
+// engine, which holds a copy of s as code points (4 bytes each); Match runs
+// it in no other case. The Go engine allocates little beyond its results.
+func (r *Regexp) UsesBacktracking(s string) bool {
+	return !r.useGo(s) || r.emptyOK
+}
 
-func regexError(err error) error {
+// ErrStopped is wrapped in the error of Match or FindAll when the
+// backtracking engine stopped because its context was done: the caller's
+// deadline passed or its work was cancelled.
+var ErrStopped = errors.New("stopped by the check's budget")
+
+func engineError(err error) error {
 	if errors.Is(err, regexp2.ErrCanceled) || errors.Is(err, regexp2.ErrMatchTimeout) {
-		return errRegexStopped
+		return ErrStopped
 	}
 	return err
 }
 
-// match is Python's re.match: a match starting at the beginning of s. It
-// returns the code point span. The backtracking engine stops when the
-// context ctx returns (called only if that engine runs) is done
-// (errRegexStopped).
-func (r *pyRegexp) match(ctx func() context.Context, s string) (start, end int, ok bool, err error) {
+// Match is Python's re.match: a match starting at the beginning of s, as a
+// code point span. The backtracking engine, if it runs, stops with
+// ErrStopped when the context ctx returns is done; ctx is called only then,
+// so that a caller can make its context lazily.
+func (r *Regexp) Match(ctx func() context.Context, s string) (start, end int, ok bool, err error) {
 	if r.lit != "" && !strings.Contains(s, r.lit) {
 		return 0, 0, false, nil
 	}
@@ -156,7 +170,7 @@ func (r *pyRegexp) match(ctx func() context.Context, s string) (start, end int, 
 	}
 	m, err := r.btAnchored.FindStringMatchContext(ctx(), s)
 	if err != nil {
-		return 0, 0, false, regexError(err)
+		return 0, 0, false, engineError(err)
 	}
 	if m == nil {
 		return 0, 0, false, nil
@@ -164,9 +178,10 @@ func (r *pyRegexp) match(ctx func() context.Context, s string) (start, end int, 
 	return m.Index, m.Index + m.Length, true, nil
 }
 
-// findAll is Python's re.finditer: non-overlapping matches as code point
-// spans and their text.
-func (r *pyRegexp) findAll(ctx func() context.Context, s string, limit int) (spans [][2]int, texts []string, err error) {
+// FindAll is Python's re.finditer: the non-overlapping matches in s as code
+// point spans and their text, at most limit of them (all when limit < 0).
+// ctx is as for Match.
+func (r *Regexp) FindAll(ctx func() context.Context, s string, limit int) (spans [][2]int, texts []string, err error) {
 	if r.lit != "" && !strings.Contains(s, r.lit) {
 		return nil, nil, nil
 	}
@@ -197,7 +212,7 @@ func (r *pyRegexp) findAll(ctx func() context.Context, s string, limit int) (spa
 		}
 		m, err = r.bt.FindNextMatchContext(c, m)
 	}
-	return spans, texts, regexError(err)
+	return spans, texts, engineError(err)
 }
 
 func isASCII(s string) bool {
@@ -207,6 +222,24 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// runeOffset converts a byte offset in s to a code point offset (an
+// invalid UTF-8 byte counts as one).
+func runeOffset(s string, byteOff int) int {
+	if byteOff > len(s) {
+		byteOff = len(s)
+	}
+	for i := 0; i < byteOff; i++ {
+		if s[i] >= utf8.RuneSelf {
+			return i + utf8.RuneCountInString(s[i:byteOff])
+		}
+	}
+	return byteOff
+}
+
+func isNameChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c >= '0' && c <= '9'
 }
 
 // Unicode-aware classes with Python's meaning for str patterns.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 
-	"github.com/lookout-dev/lookout/internal/policy/internal/regexp2/syntax"
+	"github.com/lookout-dev/lookout/internal/pyre/internal/regexp2/syntax"
 )
 
 const (

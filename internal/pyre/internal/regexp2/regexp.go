@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lookout-dev/lookout/internal/policy/internal/regexp2/syntax"
+	"github.com/lookout-dev/lookout/internal/pyre/internal/regexp2/syntax"
 )
 
 var (
