@@ -207,15 +207,17 @@ func (s *Scanner) Expect(k Kind, what string) error {
 	if got == Invalid {
 		return s.syntax("a JSON value")
 	}
-	return s.Errorf("%s must be %s, not %s", what, article(k), article(got))
+	return s.Errorf("%s must be %s, not %s", what, Article(k), Article(got))
 }
 
-func article(k Kind) string {
+// Article names a kind of value with its article, for error messages:
+// "an object", "a string", "null", "invalid JSON".
+func Article(k Kind) string {
 	switch k {
 	case Array, Object:
 		return "an " + k.String()
-	case Null:
-		return "null"
+	case Null, Invalid:
+		return k.String()
 	}
 	return "a " + k.String()
 }
@@ -347,7 +349,7 @@ func (s *Scanner) readString() (string, error) {
 			s.pos = i + 1
 			b := s.data[start:i]
 			if !ascii && !utf8.Valid(b) {
-				return toValidUTF8(b), nil
+				return ValidUTF8(b), nil
 			}
 			return string(b), nil
 		}
@@ -410,7 +412,7 @@ func (s *Scanner) readEscaped(start, i int) (string, error) {
 			s.pos = i + 1
 			buf = buf[:n]
 			if !utf8.Valid(buf) {
-				return toValidUTF8(buf), nil
+				return ValidUTF8(buf), nil
 			}
 			// buf is ours alone and never written again: hand it over
 			// rather than copy it (halves the memory escaped strings take).
@@ -480,8 +482,13 @@ func (s *Scanner) readEscaped(start, i int) (string, error) {
 	return "", s.Errorf("unexpected end of JSON input in string")
 }
 
-// toValidUTF8 replaces each invalid byte with U+FFFD, as encoding/json does.
-func toValidUTF8(b []byte) string {
+// ValidUTF8 returns b as a string with each invalid byte replaced by
+// U+FFFD, as the scanner reads strings (and encoding/json does), so that
+// text taken from raw JSON reads the same as the string it would decode to.
+func ValidUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
 	out := make([]byte, 0, len(b)+8)
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])

@@ -557,7 +557,7 @@ func (t *Trace) Resolve(a Address) (Resolved, error) {
 			return Resolved{}, fmt.Errorf("%s: bad range", a)
 		}
 		if kind != jsonscan.String {
-			return Resolved{}, fmt.Errorf("%s: a character range needs a string, not %s", a, article(kind))
+			return Resolved{}, fmt.Errorf("%s: a character range needs a string, not %s", a, jsonscan.Article(kind))
 		}
 		s, err := jsonscan.New(v).String("value")
 		if err != nil {
@@ -591,7 +591,7 @@ func (t *Trace) Resolve(a Address) (Resolved, error) {
 		r.Text, r.Start, r.End = text, start, end
 	case SelectBox:
 		if !isImage(v, kind) {
-			return Resolved{}, fmt.Errorf("%s: a box needs an image part or an image string, not %s", a, article(kind))
+			return Resolved{}, fmt.Errorf("%s: a box needs an image part or an image string, not %s", a, jsonscan.Article(kind))
 		}
 		r.Box = a.Sel.Box
 	default:
@@ -665,7 +665,7 @@ func walk(doc []byte, a Address) ([]byte, error) {
 			}
 			v = found
 		default:
-			return nil, fmt.Errorf("%s: no such field (%s is %s)", a.prefix(i+1), a.prefix(i), article(kind))
+			return nil, fmt.Errorf("%s: no such field (%s is %s)", a.prefix(i+1), a.prefix(i), jsonscan.Article(kind))
 		}
 	}
 	return v, nil
@@ -733,16 +733,6 @@ func describeKeys(members []member) string {
 		}
 	}
 	return b.String()
-}
-
-func article(k jsonscan.Kind) string {
-	switch k {
-	case jsonscan.Object, jsonscan.Array:
-		return "an " + k.String()
-	case jsonscan.Null:
-		return "null"
-	}
-	return "a " + k.String()
 }
 
 func count(n int, what string) string {

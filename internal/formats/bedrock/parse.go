@@ -578,7 +578,7 @@ func kbOutput(s *jsonscan.Scanner, what string, st *step) error {
 		raw, err := trace.DecodeRaw(s)
 		if err == nil {
 			// Raw JSON may hold invalid UTF-8; content is text.
-			out.content = trace.TextContent(validUTF8(raw))
+			out.content = trace.TextContent(jsonscan.ValidUTF8(raw))
 		}
 		return err
 	})
@@ -921,21 +921,3 @@ func quote(s string) string {
 	return strconv.Quote(s)
 }
 
-// validUTF8 replaces each invalid byte with U+FFFD, as jsonscan does for
-// strings.
-func validUTF8(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	out := make([]byte, 0, len(b)+8)
-	for i := 0; i < len(b); {
-		r, size := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && size == 1 {
-			out = append(out, "\uFFFD"...)
-		} else {
-			out = append(out, b[i:i+size]...)
-		}
-		i += size
-	}
-	return string(out)
-}

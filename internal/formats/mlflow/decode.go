@@ -102,7 +102,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
 	"github.com/lookout-dev/lookout/internal/jsonscan"
@@ -204,7 +203,7 @@ type parser struct {
 func decodeValue(data []byte) (*trace.Trace, error) {
 	s := jsonscan.New(data)
 	if k := s.Peek(); k != jsonscan.Object {
-		return nil, s.Errorf(`an MLflow trace must be an object, {"spans": [...]} or {"info": {...}, "data": {"spans": [...]}}, not %s`, article(k))
+		return nil, s.Errorf(`an MLflow trace must be an object, {"spans": [...]} or {"info": {...}, "data": {"spans": [...]}}, not %s`, jsonscan.Article(k))
 	}
 	t := &trace.Trace{}
 	p := &parser{}
@@ -227,7 +226,7 @@ func decodeValue(data []byte) (*trace.Trace, error) {
 				return s.Errorf("info given twice")
 			}
 			if k := s.Peek(); k != jsonscan.Object {
-				return s.Errorf("info must be an object, not %s", article(k))
+				return s.Errorf("info must be an object, not %s", jsonscan.Article(k))
 			}
 			istart := s.Offset()
 			err := s.Object(func(k string) error {
@@ -251,7 +250,7 @@ func decodeValue(data []byte) (*trace.Trace, error) {
 			}
 			hasData = true
 			if k := s.Peek(); k != jsonscan.Object {
-				return s.Errorf("data must be an object, not %s", article(k))
+				return s.Errorf("data must be an object, not %s", jsonscan.Article(k))
 			}
 			return s.Object(func(k string) error {
 				if k == "spans" {
@@ -329,7 +328,7 @@ func decodeValue(data []byte) (*trace.Trace, error) {
 
 func (p *parser) spanList(s *jsonscan.Scanner) error {
 	if k := s.Peek(); k != jsonscan.Array {
-		return s.Errorf("spans must be an array of span objects, not %s", article(k))
+		return s.Errorf("spans must be an array of span objects, not %s", jsonscan.Article(k))
 	}
 	return s.Array(func(int) error { return p.span(s) })
 }
@@ -337,7 +336,7 @@ func (p *parser) spanList(s *jsonscan.Scanner) error {
 // span decodes one span object of either shape.
 func (p *parser) span(s *jsonscan.Scanner) error {
 	if k := s.Peek(); k != jsonscan.Object {
-		return s.Errorf("a span must be an object, not %s", article(k))
+		return s.Errorf("a span must be an object, not %s", jsonscan.Article(k))
 	}
 	sp := &span{offset: s.Offset(), path: s.Path(), order: len(p.spans)}
 	idKey, parentKey, startKey, endKey, statusKey := "", "", "", "", ""
@@ -358,10 +357,10 @@ func (p *parser) span(s *jsonscan.Scanner) error {
 				sp.Name = v
 				return err
 			}
-			return s.Errorf("name must be a string, not %s", article(s.Peek()))
+			return s.Errorf("name must be a string, not %s", jsonscan.Article(s.Peek()))
 		case "context":
 			if k := s.Peek(); k != jsonscan.Object {
-				return s.Errorf("context must be an object, not %s", article(k))
+				return s.Errorf("context must be an object, not %s", jsonscan.Article(k))
 			}
 			var rest trace.Fields
 			err := s.Object(func(k string) error {
@@ -382,7 +381,7 @@ func (p *parser) span(s *jsonscan.Scanner) error {
 					if s.Peek() == jsonscan.Null {
 						return s.Null()
 					}
-					return s.Errorf("context.trace_id must be a string, not %s", article(s.Peek()))
+					return s.Errorf("context.trace_id must be a string, not %s", jsonscan.Article(s.Peek()))
 				}
 				raw, err := s.Raw()
 				if err == nil {
@@ -436,7 +435,7 @@ func (p *parser) span(s *jsonscan.Scanner) error {
 				sp.ParentID, sp.hasParent = v, v != ""
 				return err
 			}
-			return s.Errorf("%s must be a span id (a string) or null, not %s", key, article(s.Peek()))
+			return s.Errorf("%s must be a span id (a string) or null, not %s", key, jsonscan.Article(s.Peek()))
 		case "start_time", "start_time_unix_nano":
 			if err := twice(startKey, key, "the start time"); err != nil {
 				return err
@@ -483,7 +482,7 @@ func (p *parser) span(s *jsonscan.Scanner) error {
 			if s.Peek() == jsonscan.Null {
 				return s.Null()
 			}
-			return s.Errorf("status_message must be a string, not %s", article(s.Peek()))
+			return s.Errorf("status_message must be a string, not %s", jsonscan.Article(s.Peek()))
 		case "status":
 			if err := twice(statusKey, key, "the status"); err != nil {
 				return err
@@ -517,7 +516,7 @@ func (p *parser) span(s *jsonscan.Scanner) error {
 
 func (p *parser) spanID(s *jsonscan.Scanner, sp *span) error {
 	if k := s.Peek(); k != jsonscan.String {
-		return s.Errorf("the span id must be a string, not %s", article(k))
+		return s.Errorf("the span id must be a string, not %s", jsonscan.Article(k))
 	}
 	v, err := s.String("span id")
 	if err != nil {
@@ -561,7 +560,7 @@ func nanos(s *jsonscan.Scanner, key string) (ns int64, ok bool, err error) {
 		}
 		ns = n
 	default:
-		return 0, false, s.Errorf("%s must be an integer number of nanoseconds, not %s", key, article(s.Peek()))
+		return 0, false, s.Errorf("%s must be an integer number of nanoseconds, not %s", key, jsonscan.Article(s.Peek()))
 	}
 	if ns < 0 {
 		return 0, false, s.ErrorAt(off, "%s must not be negative (%d)", key, ns)
@@ -609,7 +608,7 @@ func statusCode(s *jsonscan.Scanner, sp *trace.Span, key string) error {
 		}
 		return nil
 	}
-	return s.Errorf("%s must be OK, ERROR or UNSET, not %s", key, article(s.Peek()))
+	return s.Errorf("%s must be OK, ERROR or UNSET, not %s", key, jsonscan.Article(s.Peek()))
 }
 
 // status reads the MLflow 3 status object {code, message}; any other
@@ -619,7 +618,7 @@ func status(s *jsonscan.Scanner, sp *trace.Span) error {
 		return s.Null()
 	}
 	if k := s.Peek(); k != jsonscan.Object {
-		return s.Errorf("status must be an object {code, message}, not %s", article(k))
+		return s.Errorf("status must be an object {code, message}, not %s", jsonscan.Article(k))
 	}
 	start := s.Offset()
 	other := false
@@ -636,7 +635,7 @@ func status(s *jsonscan.Scanner, sp *trace.Span) error {
 			if s.Peek() == jsonscan.Null {
 				return s.Null()
 			}
-			return s.Errorf("status message must be a string, not %s", article(s.Peek()))
+			return s.Errorf("status message must be a string, not %s", jsonscan.Article(s.Peek()))
 		}
 		other = true
 		return s.Skip()
@@ -654,7 +653,7 @@ func attributes(s *jsonscan.Scanner, sp *span) error {
 		return s.Null()
 	}
 	if k := s.Peek(); k != jsonscan.Object {
-		return s.Errorf("attributes must be an object, not %s", article(k))
+		return s.Errorf("attributes must be an object, not %s", jsonscan.Article(k))
 	}
 	start := s.Offset()
 	err := s.Object(func(key string) error {
@@ -672,7 +671,7 @@ func attributes(s *jsonscan.Scanner, sp *span) error {
 				sp.Kind = decodedString(v)
 				return nil
 			}
-			return s.Errorf("mlflow.spanType must be a (JSON-encoded) string, not %s", article(s.Peek()))
+			return s.Errorf("mlflow.spanType must be a (JSON-encoded) string, not %s", jsonscan.Article(s.Peek()))
 		case "mlflow.spanFunctionName":
 			if s.Peek() == jsonscan.String {
 				v, err := s.String(key)
@@ -1046,12 +1045,9 @@ func textContent(v json.RawMessage) trace.Content {
 			return trace.TextContent(s)
 		}
 	}
-	if !utf8.Valid(v) {
-		// Invalid UTF-8 becomes U+FFFD, so that the text survives the
-		// canonical round trip.
-		return trace.TextContent(strings.ToValidUTF8(string(v), "\uFFFD"))
-	}
-	return trace.TextContent(string(v))
+	// Invalid UTF-8 becomes U+FFFD (one for each run of bad bytes), so that
+	// the text survives the canonical round trip.
+	return trace.TextContent(strings.ToValidUTF8(string(v), "\uFFFD"))
 }
 
 // member returns the last value of key in the object raw, or nil.
@@ -1176,14 +1172,3 @@ func outputMessages(out json.RawMessage) ([]trace.Event, bool) {
 	return nil, false
 }
 
-func article(k jsonscan.Kind) string {
-	switch k {
-	case jsonscan.Array, jsonscan.Object:
-		return "an " + k.String()
-	case jsonscan.Null:
-		return "null"
-	case jsonscan.Invalid:
-		return "invalid JSON"
-	}
-	return "a " + k.String()
-}

@@ -280,7 +280,7 @@ func (d *decoder) gather(v decoding.Value, shape string) {
 func (d *decoder) sdkSpans(s *jsonscan.Scanner, path string, add func(located), bad func(*jsonscan.Error, string), _ any) error {
 	one := func(p string) error {
 		if k := s.Peek(); k != jsonscan.Object {
-			return s.Errorf("a span must be an object, not %s", article(k))
+			return s.Errorf("a span must be an object, not %s", jsonscan.Article(k))
 		}
 		start := s.Offset()
 		if err := s.Skip(); err != nil {
@@ -493,7 +493,7 @@ func langfuseSpans(data []byte) (*langfuseExport, error) {
 // langfuseObservation reads one observation into a span.
 func langfuseObservation(s *jsonscan.Scanner, sp *Span, traceID string) error {
 	if k := s.Peek(); k != jsonscan.Object {
-		return s.Errorf("an observation must be an object, not %s", article(k))
+		return s.Errorf("an observation must be an object, not %s", jsonscan.Article(k))
 	}
 	start := s.Offset()
 	var level, statusMsg *trace.Field

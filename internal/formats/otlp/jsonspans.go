@@ -198,7 +198,7 @@ func scopeSpans(s *jsonscan.Scanner, base int, res []Attr, add func(located), ba
 			return s.Array(func(int) error {
 				path := s.Path()
 				if k := s.Peek(); k != jsonscan.Object {
-					return s.Errorf("a span must be an object, not %s", article(k))
+					return s.Errorf("a span must be an object, not %s", jsonscan.Article(k))
 				}
 				start := s.Offset()
 				if err := s.Skip(); err != nil {
@@ -260,7 +260,7 @@ func otlpSpan(s *jsonscan.Scanner, sp *Span) error {
 			if s.Peek() == jsonscan.Null {
 				return s.Null()
 			}
-			return s.Errorf("%s must be a string of hex digits, not %s", key, article(s.Peek()))
+			return s.Errorf("%s must be a string of hex digits, not %s", key, jsonscan.Article(s.Peek()))
 		case "name":
 			sp.Name, err = optString(s, key)
 		case "kind":
@@ -352,7 +352,7 @@ func otlpSpan(s *jsonscan.Scanner, sp *Span) error {
 func hexID(s *jsonscan.Scanner, key string, n int) (string, error) {
 	off := s.Offset()
 	if s.Peek() != jsonscan.String {
-		return "", s.Errorf("%s must be a string of %d hex digits, not %s", key, n, article(s.Peek()))
+		return "", s.Errorf("%s must be a string of %d hex digits, not %s", key, n, jsonscan.Article(s.Peek()))
 	}
 	v, err := s.String(key)
 	if err != nil {
@@ -374,7 +374,7 @@ func optString(s *jsonscan.Scanner, key string) (string, error) {
 	case jsonscan.String:
 		return s.String(key)
 	}
-	return "", s.Errorf("%s must be a string, not %s", key, article(s.Peek()))
+	return "", s.Errorf("%s must be a string, not %s", key, jsonscan.Article(s.Peek()))
 }
 
 func object(s *jsonscan.Scanner, what string, fn func(string) error) error {
@@ -433,7 +433,7 @@ func spanKind(s *jsonscan.Scanner, key string) (string, error) {
 		}
 		return "", s.ErrorAt(off, "%s %q is not a span kind (INTERNAL, SERVER, CLIENT, PRODUCER, CONSUMER)", key, v)
 	}
-	return "", s.Errorf("%s must be a number or a name, not %s", key, article(s.Peek()))
+	return "", s.Errorf("%s must be a number or a name, not %s", key, jsonscan.Article(s.Peek()))
 }
 
 // statusCode reads a status code: 0-2 or STATUS_CODE_UNSET/OK/ERROR, or
@@ -472,7 +472,7 @@ func statusCode(s *jsonscan.Scanner, key string) (string, error) {
 		}
 		return "", s.ErrorAt(off, "%s must be UNSET, OK or ERROR, not %q", key, v)
 	}
-	return "", s.Errorf("%s must be a number or a name, not %s", key, article(s.Peek()))
+	return "", s.Errorf("%s must be a number or a name, not %s", key, jsonscan.Article(s.Peek()))
 }
 
 // unixNano reads nanoseconds since the epoch: a decimal string (as OTLP
@@ -496,7 +496,7 @@ func unixNano(s *jsonscan.Scanner, key string) (time.Time, error) {
 		}
 		text = t
 	default:
-		return time.Time{}, s.Errorf("%s must be nanoseconds since 1970 (a string of digits or an integer), not %s", key, article(s.Peek()))
+		return time.Time{}, s.Errorf("%s must be nanoseconds since 1970 (a string of digits or an integer), not %s", key, jsonscan.Article(s.Peek()))
 	}
 	n, err := strconv.ParseUint(text, 10, 64)
 	if err != nil || n > math.MaxInt64 {
@@ -584,7 +584,7 @@ func anyValue(s *jsonscan.Scanner, b []byte) ([]byte, error) {
 				}
 				text = t
 			default:
-				return s.Errorf("%s must be an integer (a string of digits or a number), not %s", k, article(s.Peek()))
+				return s.Errorf("%s must be an integer (a string of digits or a number), not %s", k, jsonscan.Article(s.Peek()))
 			}
 			v, err := strconv.ParseInt(text, 10, 64)
 			if err != nil {
@@ -618,7 +618,7 @@ func anyValue(s *jsonscan.Scanner, b []byte) ([]byte, error) {
 				b = appendFloat(b, f)
 				return nil
 			}
-			return s.Errorf("%s must be a number, not %s", k, article(s.Peek()))
+			return s.Errorf("%s must be a number, not %s", k, jsonscan.Article(s.Peek()))
 		case "bytesValue", "bytes_value":
 			t, err := s.String(k)
 			if err != nil {
@@ -688,18 +688,6 @@ func appendFloat(b []byte, f float64) []byte {
 		return append(b, `"-Infinity"`...)
 	}
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
-}
-
-func article(k jsonscan.Kind) string {
-	switch k {
-	case jsonscan.Array, jsonscan.Object:
-		return "an " + k.String()
-	case jsonscan.Null:
-		return "null"
-	case jsonscan.Invalid:
-		return "invalid JSON"
-	}
-	return "a " + k.String()
 }
 
 // ---- SDK span dumps ----
@@ -897,7 +885,7 @@ func intID(s *jsonscan.Scanner, key string, bits int) (string, error) {
 		}
 		return strings.ToLower(h), nil
 	}
-	return "", s.Errorf("%s must be an integer or a hex string, not %s", key, article(s.Peek()))
+	return "", s.Errorf("%s must be an integer or a hex string, not %s", key, jsonscan.Article(s.Peek()))
 }
 
 // sdkTime reads a time: nanoseconds since the epoch (an integer), or ISO

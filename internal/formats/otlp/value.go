@@ -3,7 +3,6 @@ package otlp
 import (
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -154,17 +153,10 @@ func (v *val) asText() string {
 	if v.isStr() {
 		return v.str
 	}
-	return string(validUTF8(v.compact()))
-}
-
-// validUTF8 replaces invalid UTF-8 (possible only inside strings of raw
-// JSON text) by U+FFFD, as the canonical writer would, so that a text
-// survives the canonical round trip unchanged.
-func validUTF8(b []byte) []byte {
-	if utf8.Valid(b) {
-		return b
-	}
-	return []byte(strings.ToValidUTF8(string(b), "\uFFFD"))
+	// Invalid UTF-8 (possible only inside strings of raw JSON text) becomes
+	// U+FFFD, one for each run of bad bytes, so that the text survives the
+	// canonical round trip unchanged.
+	return strings.ToValidUTF8(string(v.compact()), "\uFFFD")
 }
 
 // objectOf writes attrs as a JSON object, keeping the first position of a

@@ -67,7 +67,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
 	"github.com/lookout-dev/lookout/internal/jsonscan"
@@ -160,7 +159,7 @@ func (d *decoder) load() error {
 		d.elems = append(d.elems, bounds{0, s.Offset()})
 	default:
 		if err = s.Skip(); err == nil {
-			err = s.Errorf("a Snorkel input is a JSON array of ROOT_STEP objects or one ROOT_STEP object, not %s", article(k))
+			err = s.Errorf("a Snorkel input is a JSON array of ROOT_STEP objects or one ROOT_STEP object, not %s", jsonscan.Article(k))
 		}
 	}
 	if err == nil {
@@ -229,7 +228,7 @@ func decodeRoot(data []byte, root string) (*trace.Trace, error) {
 // given id and parent.
 func (b *builder) step(s *jsonscan.Scanner, parent, id string) error {
 	if k := s.Peek(); k != jsonscan.Object {
-		return s.Errorf("a step must be an object, not %s", article(k))
+		return s.Errorf("a step must be an object, not %s", jsonscan.Article(k))
 	}
 	start := s.Offset()
 	at := len(b.spans)
@@ -255,7 +254,7 @@ func (b *builder) step(s *jsonscan.Scanner, parent, id string) error {
 		switch key {
 		case "step_type":
 			if k := s.Peek(); k != jsonscan.String {
-				return s.Errorf("step_type must be a string, not %s", article(k))
+				return s.Errorf("step_type must be a string, not %s", jsonscan.Article(k))
 			}
 			v, err := s.String(key)
 			if err != nil {
@@ -270,7 +269,7 @@ func (b *builder) step(s *jsonscan.Scanner, parent, id string) error {
 			stepType = v
 		case "metadata":
 			if k := s.Peek(); k != jsonscan.Object {
-				return s.Errorf("metadata must be an object, not %s", article(k))
+				return s.Errorf("metadata must be an object, not %s", jsonscan.Article(k))
 			}
 			mstart := s.Offset()
 			err := s.Object(func(string) error {
@@ -278,7 +277,7 @@ func (b *builder) step(s *jsonscan.Scanner, parent, id string) error {
 				case jsonscan.String, jsonscan.Number, jsonscan.Bool:
 					return s.Skip()
 				default:
-					return s.Errorf("metadata values must be strings, numbers or booleans, not %s", article(k))
+					return s.Errorf("metadata values must be strings, numbers or booleans, not %s", jsonscan.Article(k))
 				}
 			})
 			if err != nil {
@@ -293,7 +292,7 @@ func (b *builder) step(s *jsonscan.Scanner, parent, id string) error {
 			value = raw
 		case "substeps":
 			if k := s.Peek(); k != jsonscan.Array {
-				return s.Errorf("substeps must be an array of steps, not %s", article(k))
+				return s.Errorf("substeps must be an array of steps, not %s", jsonscan.Article(k))
 			}
 			return s.Array(func(i int) error {
 				children++
@@ -301,7 +300,7 @@ func (b *builder) step(s *jsonscan.Scanner, parent, id string) error {
 			})
 		case "substep_execution_type":
 			if k := s.Peek(); k != jsonscan.String {
-				return s.Errorf("substep_execution_type must be \"serial\" or \"parallel\", not %s", article(k))
+				return s.Errorf("substep_execution_type must be \"serial\" or \"parallel\", not %s", jsonscan.Article(k))
 			}
 			v, err := s.String(key)
 			if err != nil {
@@ -391,27 +390,7 @@ func content(v json.RawMessage) trace.Content {
 			return trace.TextContent(text)
 		}
 	}
-	return trace.TextContent(validUTF8(v))
-}
-
-// validUTF8 returns b as a string with each invalid byte replaced by
-// U+FFFD, as the JSON scanner reads strings, so that the text survives the
-// canonical round trip.
-func validUTF8(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	out := make([]byte, 0, len(b)+8)
-	for i := 0; i < len(b); {
-		r, size := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && size == 1 {
-			out = append(out, "\uFFFD"...)
-		} else {
-			out = append(out, b[i:i+size]...)
-		}
-		i += size
-	}
-	return string(out)
+	return trace.TextContent(jsonscan.ValidUTF8(v))
 }
 
 // events derives the event list from the spans (in pre-order).
@@ -457,14 +436,3 @@ func events(spans []trace.Span) []trace.Event {
 	return evs
 }
 
-func article(k jsonscan.Kind) string {
-	switch k {
-	case jsonscan.Array, jsonscan.Object:
-		return "an " + k.String()
-	case jsonscan.Null:
-		return "null"
-	case jsonscan.Invalid:
-		return "invalid JSON"
-	}
-	return "a " + k.String()
-}
