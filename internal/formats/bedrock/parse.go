@@ -920,4 +920,3 @@ func quote(s string) string {
 	}
 	return strconv.Quote(s)
 }
-

@@ -1171,4 +1171,3 @@ func outputMessages(out json.RawMessage) ([]trace.Event, bool) {
 	}
 	return nil, false
 }
-

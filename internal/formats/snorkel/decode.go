@@ -435,4 +435,3 @@ func events(spans []trace.Span) []trace.Event {
 	}
 	return evs
 }
-
