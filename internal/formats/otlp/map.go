@@ -3,10 +3,10 @@ package otlp
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/lookout-dev/lookout/internal/formats/spantree"
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -66,13 +66,11 @@ func MapTrace(spans []Span) (*trace.Trace, error) {
 
 // node is a span being mapped, with what the tree and the events need.
 type node struct {
-	idx      int // index into the input
-	sp       *Span
-	order    int // position among the trace's spans as given
-	startNS  int64
-	parent   *node
-	children []*node
-	depth    int
+	idx     int // index into the input
+	sp      *Span
+	order   int // position among the trace's spans as given
+	startNS int64
+	parent  *node
 
 	attrs map[string]json.RawMessage
 	cache map[string]*val
@@ -247,55 +245,27 @@ func invalidJSON(sp *Span) (where, key string) {
 // time, then input order. A span whose parent is not among the spans is an
 // orphan: it keeps its ParentID and is placed among the roots.
 func tree(nodes []*node, byID map[string]*node) ([]*node, *Problem) {
-	var roots []*node
 	for _, n := range nodes {
+		n.parent = nil
 		if n.sp.ParentID != "" {
-			if p, ok := byID[n.sp.ParentID]; ok {
-				n.parent = p
-				p.children = append(p.children, n)
-				continue
-			}
-		}
-		roots = append(roots, n)
-	}
-	byStart := func(a, b *node) int {
-		if a.startNS != b.startNS {
-			if a.startNS < b.startNS {
-				return -1
-			}
-			return 1
-		}
-		return a.order - b.order
-	}
-	slices.SortFunc(roots, byStart)
-	out := make([]*node, 0, len(nodes))
-	stack := make([]*node, 0, len(roots))
-	for i := len(roots) - 1; i >= 0; i-- {
-		stack = append(stack, roots[i])
-	}
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if n.parent != nil {
-			n.depth = n.parent.depth + 1
-		}
-		out = append(out, n)
-		slices.SortFunc(n.children, byStart)
-		for i := len(n.children) - 1; i >= 0; i-- {
-			stack = append(stack, n.children[i])
+			n.parent = byID[n.sp.ParentID]
 		}
 	}
-	if len(out) < len(nodes) {
-		seen := make(map[*node]bool, len(out))
-		for _, n := range out {
-			seen[n] = true
+	// nodes[i].order is i.
+	order, loop := spantree.Order(len(nodes), func(i int) int {
+		if p := nodes[i].parent; p != nil {
+			return p.order
 		}
-		for _, n := range nodes {
-			if !seen[n] {
-				return nil, &Problem{Span: n.idx, TraceID: n.sp.TraceID, SpanID: n.sp.SpanID,
-					Msg: fmt.Sprintf("the span is its own ancestor: its parent chain loops (parent %s)", n.sp.ParentID)}
-			}
-		}
+		return -1
+	}, func(i int) int64 { return nodes[i].startNS })
+	if loop >= 0 {
+		n := nodes[loop]
+		return nil, &Problem{Span: n.idx, TraceID: n.sp.TraceID, SpanID: n.sp.SpanID,
+			Msg: fmt.Sprintf("the span is its own ancestor: its parent chain loops (parent %s)", n.sp.ParentID)}
+	}
+	out := make([]*node, len(order))
+	for k, i := range order {
+		out[k] = nodes[i]
 	}
 	return out, nil
 }
