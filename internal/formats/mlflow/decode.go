@@ -86,15 +86,19 @@
 // content (absent = null), tool calls (id, name, arguments) and
 // tool_call_id; a tool message with a tool_call_id is identified by role and
 // id alone, so the copy of a TOOL span's output in the next chat input is
-// recognised even when its text differs. Tool arguments that are not an
-// object are wrapped as {"input": value}; no inputs give {}. Outputs as
-// text: a string as is, null or none as null content, anything else its
-// compact JSON text.
+// recognised even when its text differs. A call without id that a TOOL
+// span answers takes the span id, on the call and its output. A tool
+// message of a later prompt that repeats an output emitted already (same
+// tool_call_id; without ids, an output a TOOL span gave for that name, or
+// with no name the same text) is not emitted again. The rules are
+// spantree.Deriver's, shared with the OpenTelemetry decoder. Tool
+// arguments that are not an object are wrapped as {"input": value}; no
+// inputs give {}. Outputs as text: a string as is, null or none as null
+// content, anything else its compact JSON text.
 package mlflow
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -104,6 +108,7 @@ import (
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/formats/spantree"
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -833,192 +838,40 @@ func (p *parser) tree() ([]*span, error) {
 
 // ---- events ----
 
-type hash [sha256.Size]byte
-
-// conv is a conversation whose end may still grow by tool outputs.
-type conv struct{ h hash }
-
-// pendingCall is a tool call of a chat output that has no output yet.
-type pendingCall struct {
-	id, name string
-	conv     *conv
-	answered bool
-}
-
-type deriver struct {
-	events   []trace.Event
-	prefixes map[hash]struct{}
-	calls    []pendingCall
-	byName   map[string][]int // unanswered calls by function name, oldest first
-	byID     map[string][]int
-	key      []byte
-}
-
+// deriveEvents gives the chat events of the model-call and tool spans,
+// visited in start-time order (ties in tree order).
 func deriveEvents(spans []*span) []trace.Event {
-	d := &deriver{events: []trace.Event{}, prefixes: map[hash]struct{}{}, byName: map[string][]int{}, byID: map[string][]int{}}
-	order := make([]int, len(spans))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		x, y := spans[a].startNS, spans[b].startNS
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
-	})
-	for _, i := range order {
-		sp := spans[i]
+	sel := make([]*span, 0, len(spans))
+	for _, sp := range spans {
 		switch strings.ToUpper(sp.Kind) {
-		case "CHAT_MODEL", "LLM", "CHAT":
-			d.chat(sp)
-		case "TOOL":
-			d.tool(sp)
+		case "CHAT_MODEL", "LLM", "CHAT", "TOOL":
+			sel = append(sel, sp)
 		}
 	}
-	return d.events
-}
-
-func (d *deriver) chain(h hash, e *trace.Event) hash {
-	// The identity of a message: role, content (absent = null), tool calls
-	// (id, name, arguments), tool_call_id; a tool output with an id is
-	// identified by role and id.
-	k := trace.Event{Role: e.Role, ToolCallID: e.ToolCallID}
-	if !(e.Role == "tool" && e.ToolCallID != "") {
-		k.Content = e.Content
-		if k.Content.Kind == trace.ContentAbsent {
-			k.Content.Kind = trace.ContentNull
-		}
-		for _, c := range e.ToolCalls {
-			k.ToolCalls = append(k.ToolCalls, trace.ToolCall{ID: c.ID, Function: trace.Function{Name: c.Function.Name, Arguments: c.Function.Arguments}})
-		}
-	}
-	d.key = append(d.key[:0], h[:]...)
-	d.key = trace.AppendEvent(d.key, &k)
-	return sha256.Sum256(d.key)
-}
-
-func (d *deriver) chat(sp *span) {
-	in := inputMessages(sp.Inputs)
-	out, outIsConv := outputMessages(sp.Outputs)
-	msgs := in
-	if outIsConv {
-		if d.isPrefix(in, out) {
-			msgs = out
-		} else {
-			msgs = append(slices.Clip(in), out...)
-		}
-	} else if len(out) > 0 {
-		msgs = append(slices.Clip(in), out...)
-	}
-	if len(msgs) == 0 {
-		return
-	}
-	var h hash
-	emitting := false
-	for i := range msgs {
-		m := &msgs[i]
-		h = d.chain(h, m)
-		if !emitting {
-			if _, ok := d.prefixes[h]; ok {
-				continue
-			}
-			emitting = true
-		}
-		d.prefixes[h] = struct{}{}
-		m.SpanID = sp.ID
-		d.events = append(d.events, *m)
-		if m.Role == "tool" && m.ToolCallID != "" {
-			d.answer(m.ToolCallID)
-		}
-		if i == len(msgs)-1 && len(m.ToolCalls) > 0 {
-			c := &conv{h: h}
-			for _, tc := range m.ToolCalls {
-				d.byName[tc.Function.Name] = append(d.byName[tc.Function.Name], len(d.calls))
-				d.byID[tc.ID] = append(d.byID[tc.ID], len(d.calls))
-				d.calls = append(d.calls, pendingCall{id: tc.ID, name: tc.Function.Name, conv: c})
-			}
-		}
-	}
-}
-
-// isPrefix reports whether a is a prefix of b by message identity.
-func (d *deriver) isPrefix(a, b []trace.Event) bool {
-	if len(a) > len(b) {
-		return false
-	}
-	var ha, hb hash
-	for i := range a {
-		ha, hb = d.chain(ha, &a[i]), d.chain(hb, &b[i])
-		if ha != hb {
-			return false
-		}
-	}
-	return true
-}
-
-// first returns the oldest unanswered call of a queue, dropping answered
-// ones from its front; -1 when there is none.
-func (d *deriver) first(q map[string][]int, key string) int {
-	l := q[key]
-	for len(l) > 0 && d.calls[l[0]].answered {
-		l = l[1:]
-	}
-	q[key] = l
-	if len(l) == 0 {
-		return -1
-	}
-	return l[0]
-}
-
-// answer marks the oldest unanswered call with the given id answered.
-func (d *deriver) answer(id string) {
-	if i := d.first(d.byID, id); i >= 0 {
-		d.calls[i].answered = true
-	}
-}
-
-func (d *deriver) tool(sp *span) {
-	name := sp.Name
-	if name == "" {
-		name = sp.funcName
-	}
-	out := trace.Event{Role: "tool", Content: textContent(sp.Outputs), SpanID: sp.ID}
-	// The oldest unanswered chat call named as the span or its function.
-	i := -1
-	for _, n := range [2]string{sp.Name, sp.funcName} {
-		if n == "" {
+	spantree.ByStart(sel, func(sp *span) int64 { return sp.startNS })
+	d := spantree.NewDeriver()
+	for _, sp := range sel {
+		if strings.ToUpper(sp.Kind) == "TOOL" {
+			d.Tool(sp.tool())
 			continue
 		}
-		if j := d.first(d.byName, n); j >= 0 && (i < 0 || j < i) {
-			i = j
+		out, outIsConv := outputMessages(sp.Outputs)
+		d.Chat(sp.ID, inputMessages(sp.Inputs), out, outIsConv)
+	}
+	return d.Events()
+}
+
+// tool is what a TOOL span tells about its call: it is named as the span
+// or as its function, takes its inputs as arguments and gives its outputs
+// as text.
+func (sp *span) tool() spantree.Tool {
+	t := spantree.Tool{SpanID: sp.ID, Args: arguments(sp.Inputs), Result: textContent(sp.Outputs), HasResult: true}
+	for _, n := range [2]string{sp.Name, sp.funcName} {
+		if n != "" {
+			t.Names = append(t.Names, n)
 		}
 	}
-	if i >= 0 {
-		p := &d.calls[i]
-		p.answered = true
-		out.ToolCallID = p.id
-		if p.id != "" {
-			p.conv.h = d.chain(p.conv.h, &out)
-			d.prefixes[p.conv.h] = struct{}{}
-		}
-		d.events = append(d.events, out)
-		return
-	}
-	out.ToolCallID = sp.ID
-	d.events = append(d.events, trace.Event{
-		Role:    "assistant",
-		Content: trace.Content{Kind: trace.ContentNull},
-		ToolCalls: []trace.ToolCall{{
-			ID:       sp.ID,
-			Type:     "function",
-			Function: trace.Function{Name: name, Arguments: arguments(sp.Inputs)},
-		}},
-		SpanID: sp.ID,
-	}, out)
+	return t
 }
 
 // arguments makes tool call arguments of span inputs: an object as it is,
