@@ -785,53 +785,23 @@ func (p *parser) tree() ([]*span, error) {
 		}
 		byID[sp.ID] = sp
 	}
-	children := make(map[string][]*span, len(p.spans))
-	var roots []*span
-	for _, sp := range p.spans {
-		if sp.hasParent {
-			if _, ok := byID[sp.ParentID]; ok {
-				children[sp.ParentID] = append(children[sp.ParentID], sp)
-				continue
+	// p.spans[i].order is i.
+	order, loop := spantree.Order(len(p.spans), func(i int) int {
+		if sp := p.spans[i]; sp.hasParent {
+			if parent, ok := byID[sp.ParentID]; ok {
+				return parent.order
 			}
 		}
-		roots = append(roots, sp)
+		return -1
+	}, func(i int) int64 { return p.spans[i].startNS })
+	if loop >= 0 {
+		sp := p.spans[loop]
+		return nil, &jsonscan.Error{Offset: sp.offset, Path: sp.path,
+			Msg: "span " + strconv.Quote(sp.ID) + " is its own ancestor: its parent chain loops (parent " + strconv.Quote(sp.ParentID) + ")"}
 	}
-	byStart := func(a, b *span) int {
-		if a.startNS != b.startNS {
-			if a.startNS < b.startNS {
-				return -1
-			}
-			return 1
-		}
-		return a.order - b.order
-	}
-	slices.SortFunc(roots, byStart)
-	out := make([]*span, 0, len(p.spans))
-	stack := make([]*span, 0, len(roots))
-	for i := len(roots) - 1; i >= 0; i-- {
-		stack = append(stack, roots[i])
-	}
-	for len(stack) > 0 {
-		sp := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		out = append(out, sp)
-		kids := children[sp.ID]
-		slices.SortFunc(kids, byStart)
-		for i := len(kids) - 1; i >= 0; i-- {
-			stack = append(stack, kids[i])
-		}
-	}
-	if len(out) < len(p.spans) {
-		seen := make(map[*span]bool, len(out))
-		for _, sp := range out {
-			seen[sp] = true
-		}
-		for _, sp := range p.spans {
-			if !seen[sp] {
-				return nil, &jsonscan.Error{Offset: sp.offset, Path: sp.path,
-					Msg: "span " + strconv.Quote(sp.ID) + " is its own ancestor: its parent chain loops (parent " + strconv.Quote(sp.ParentID) + ")"}
-			}
-		}
+	out := make([]*span, len(order))
+	for k, i := range order {
+		out[k] = p.spans[i]
 	}
 	return out, nil
 }
