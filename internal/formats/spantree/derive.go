@@ -163,7 +163,7 @@ func (d *Deriver) Tool(t Tool) {
 				id = t.SpanID
 			}
 			d.events[p.event].ToolCalls[p.call].ID = id
-			d.idless[name]++
+			d.idless[p.name]++
 		}
 		if !t.HasResult {
 			return
