@@ -133,12 +133,11 @@ import (
 
 // NewDecoder returns a streaming decoder over r; file names r in errors.
 func NewDecoder(r io.Reader, file string) decoding.Decoder {
-	return &decoder{vr: decoding.NewValueReader(r, file), file: file}
+	return &decoder{vr: decoding.NewValueReader(r, file)}
 }
 
 type decoder struct {
 	vr    *decoding.ValueReader
-	file  string
 	index int
 	done  bool
 }
@@ -152,22 +151,12 @@ func (d *decoder) Next() (*trace.Trace, error) {
 	v, err := d.vr.Next(d.index)
 	if err != nil {
 		d.done = true
-		if errors.Is(err, io.EOF) {
-			return nil, io.EOF
-		}
-		var de *decoding.Error
-		if errors.As(err, &de) {
-			return nil, de
-		}
-		return nil, &decoding.Error{File: d.file, Msg: err.Error(), Trace: -1}
+		return nil, err // io.EOF or an *decoding.Error
 	}
 	d.index++
 	t, err := decodeValue(v.Data)
 	if err != nil {
-		e := v.Source.Wrap(err)
-		e.Trace = v.Index
-		e.Recoverable = true
-		return nil, e
+		return nil, v.Reject(err)
 	}
 	return t, nil
 }

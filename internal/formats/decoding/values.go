@@ -48,8 +48,10 @@ type Value struct {
 }
 
 // Next returns the next value. The bytes are valid until the next call.
-// At the end of input it returns io.EOF. Bytes that cannot start or finish a
-// value give an *Error with the position.
+// At the end of input it returns io.EOF. Any other error is an *Error with
+// the position: bytes that cannot start or finish a value, or a failed read
+// (then the input cannot be read further). A decoder's Next can return
+// either as it is.
 func (vr *ValueReader) Next(index int) (Value, error) {
 	if err := vr.skipSpace(); err != nil {
 		return Value{}, err
@@ -66,6 +68,15 @@ func (vr *ValueReader) Next(index int) (Value, error) {
 		vr.lines = true
 	}
 	return v, nil
+}
+
+// Reject places err, met decoding the value as one trace, in the input and
+// marks it recoverable: only that trace is rejected.
+func (v Value) Reject(err error) *Error {
+	e := v.Source.Wrap(err)
+	e.Trace = v.Index
+	e.Recoverable = true
+	return e
 }
 
 // take hands out the n bytes at beg as a value and moves past them.

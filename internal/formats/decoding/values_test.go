@@ -214,3 +214,18 @@ func TestRewind(t *testing.T) {
 		t.Fatalf("after Rewind: %d bytes at %d:%d, %v", len(v.Data), v.Line, v.Col, err)
 	}
 }
+
+// TestValueReaderReadError: a failed read is an *Error naming the file and
+// the place reached, so that decoders return Next's errors as they are.
+func TestValueReaderReadError(t *testing.T) {
+	r := io.MultiReader(strings.NewReader("{\"a\": 1}\n{\"b\""), iotest.ErrReader(errors.New("disk gone")))
+	vr := NewValueReader(r, "f.jsonl")
+	if _, err := vr.Next(0); err != nil {
+		t.Fatalf("first value: %v", err)
+	}
+	_, err := vr.Next(1)
+	var e *Error
+	if !errors.As(err, &e) || e.File != "f.jsonl" || e.Line != 2 || !strings.Contains(e.Msg, "disk gone") {
+		t.Fatalf("got %#v, want an *Error at f.jsonl line 2 naming the read error", err)
+	}
+}

@@ -115,12 +115,11 @@ import (
 
 // NewDecoder returns a streaming decoder over r; file names r in errors.
 func NewDecoder(r io.Reader, file string) decoding.Decoder {
-	return &decoder{vr: decoding.NewValueReader(r, file), file: file}
+	return &decoder{vr: decoding.NewValueReader(r, file)}
 }
 
 type decoder struct {
 	vr    *decoding.ValueReader
-	file  string
 	index int
 	done  bool
 }
@@ -134,14 +133,7 @@ func (d *decoder) Next() (*trace.Trace, error) {
 	v, err := d.vr.Next(d.index)
 	if err != nil {
 		d.done = true
-		if errors.Is(err, io.EOF) {
-			return nil, io.EOF
-		}
-		var de *decoding.Error
-		if errors.As(err, &de) {
-			return nil, de
-		}
-		return nil, &decoding.Error{File: d.file, Msg: err.Error(), Trace: -1}
+		return nil, err // io.EOF or an *decoding.Error
 	}
 	d.index++
 	t, err := decodeValue(v.Data)
@@ -157,10 +149,7 @@ func (d *decoder) Next() (*trace.Trace, error) {
 			d.done = true
 			return nil, v.Source.Wrap(serr)
 		}
-		e := v.Source.Wrap(err)
-		e.Trace = v.Index
-		e.Recoverable = true
-		return nil, e
+		return nil, v.Reject(err)
 	}
 	return t, nil
 }

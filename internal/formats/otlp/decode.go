@@ -96,18 +96,13 @@ func (d *decoder) Next() (*trace.Trace, error) {
 		}
 		v, err := d.vr.Next(d.index)
 		if err != nil {
+			d.done = true
 			if errors.Is(err, io.EOF) {
-				d.done = true
 				d.flush()
 				continue
 			}
-			d.done = true
 			d.pending = nil
-			var de *decoding.Error
-			if errors.As(err, &de) {
-				return nil, de
-			}
-			return nil, &decoding.Error{File: d.file, Msg: err.Error(), Trace: -1}
+			return nil, err // an *decoding.Error
 		}
 		d.index++
 		if err := d.value(v); err != nil {

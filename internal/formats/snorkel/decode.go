@@ -75,14 +75,13 @@ import (
 
 // NewDecoder returns a streaming decoder over r; file names r in errors.
 func NewDecoder(r io.Reader, file string) decoding.Decoder {
-	return &decoder{vr: decoding.NewValueReader(r, file), file: file}
+	return &decoder{vr: decoding.NewValueReader(r, file)}
 }
 
 type bounds struct{ start, end int }
 
 type decoder struct {
 	vr    *decoding.ValueReader
-	file  string
 	index int  // index of the next trace in the input
 	done  bool // no more top-level values
 
@@ -135,11 +134,7 @@ func (d *decoder) load() error {
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		var de *decoding.Error
-		if errors.As(err, &de) {
-			return de
-		}
-		return &decoding.Error{File: d.file, Msg: err.Error(), Trace: -1}
+		return err // an *decoding.Error
 	}
 	d.src = v.Source
 	s := jsonscan.New(v.Data)
