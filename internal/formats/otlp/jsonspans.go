@@ -707,27 +707,7 @@ func sdkSpan(s *jsonscan.Scanner, sp *Span) error {
 		case "name":
 			sp.Name, err = optString(s, key)
 		case "context":
-			err = object(s, key, func(k string) error {
-				switch k {
-				case "trace_id":
-					v, err := intID(s, k, 128)
-					sp.TraceID = v
-					return err
-				case "span_id":
-					v, err := intID(s, k, 64)
-					sp.SpanID = v
-					return err
-				case "trace_state":
-					if s.Peek() == jsonscan.String {
-						v, err := s.String(k)
-						if v != "" && v != "[]" {
-							sp.Extra = append(sp.Extra, trace.Field{Key: "trace_state", Value: trace.AppendString(nil, v)})
-						}
-						return err
-					}
-				}
-				return s.Skip()
-			})
+			err = sdkContext(s, key, sp)
 		case "parent":
 			err = object(s, key, func(k string) error {
 				if k == "span_id" {
@@ -746,65 +726,18 @@ func sdkSpan(s *jsonscan.Scanner, sp *Span) error {
 		case "end_time":
 			sp.End, err = sdkTime(s, key)
 		case "status":
-			err = object(s, key, func(k string) error {
-				var err error
-				switch k {
-				case "status_code":
-					sp.Status, err = statusCode(s, k)
-				case "description":
-					sp.StatusMessage, err = optString(s, k)
-				default:
-					err = s.Skip()
-				}
-				return err
-			})
+			err = sdkStatus(s, key, sp)
 		case "attributes":
 			sp.Attributes, err = plainAttrs(s, key)
 		case "events":
 			err = list(s, key, func() error {
-				var e Event
-				err := object(s, "event", func(k string) error {
-					var err error
-					switch k {
-					case "name":
-						e.Name, err = optString(s, k)
-					case "timestamp":
-						e.Time, err = sdkTime(s, k)
-					case "attributes":
-						e.Attributes, err = plainAttrs(s, k)
-					default:
-						err = s.Skip()
-					}
-					return err
-				})
+				e, err := sdkEvent(s)
 				sp.Events = append(sp.Events, e)
 				return err
 			})
 		case "links":
 			err = list(s, key, func() error {
-				var l Link
-				err := object(s, "link", func(k string) error {
-					switch k {
-					case "context":
-						return object(s, k, func(kk string) error {
-							var err error
-							switch kk {
-							case "trace_id":
-								l.TraceID, err = intID(s, kk, 128)
-							case "span_id":
-								l.SpanID, err = intID(s, kk, 64)
-							default:
-								err = s.Skip()
-							}
-							return err
-						})
-					case "attributes":
-						var err error
-						l.Attributes, err = plainAttrs(s, k)
-						return err
-					}
-					return s.Skip()
-				})
+				l, err := sdkLink(s)
 				sp.Links = append(sp.Links, l)
 				return err
 			})
@@ -818,18 +751,7 @@ func sdkSpan(s *jsonscan.Scanner, sp *Span) error {
 				return s.Skip()
 			})
 		case "instrumentation_scope", "instrumentation_info":
-			err = object(s, key, func(k string) error {
-				var err error
-				switch k {
-				case "name":
-					sp.Scope.Name, err = optString(s, k)
-				case "version":
-					sp.Scope.Version, err = optString(s, k)
-				default:
-					err = s.Skip()
-				}
-				return err
-			})
+			err = sdkScope(s, key, &sp.Scope)
 		default:
 			var raw []byte
 			raw, err = s.Raw()
@@ -849,6 +771,112 @@ func sdkSpan(s *jsonscan.Scanner, sp *Span) error {
 		return s.ErrorAt(start, "the span has no context.span_id")
 	}
 	return nil
+}
+
+// sdkContext reads a span's context: its ids, and a trace state kept in
+// Extra when there is one.
+func sdkContext(s *jsonscan.Scanner, key string, sp *Span) error {
+	return object(s, key, func(k string) error {
+		switch k {
+		case "trace_id":
+			v, err := intID(s, k, 128)
+			sp.TraceID = v
+			return err
+		case "span_id":
+			v, err := intID(s, k, 64)
+			sp.SpanID = v
+			return err
+		case "trace_state":
+			if s.Peek() == jsonscan.String {
+				v, err := s.String(k)
+				if v != "" && v != "[]" {
+					sp.Extra = append(sp.Extra, trace.Field{Key: "trace_state", Value: trace.AppendString(nil, v)})
+				}
+				return err
+			}
+		}
+		return s.Skip()
+	})
+}
+
+// sdkStatus reads {status_code, description}.
+func sdkStatus(s *jsonscan.Scanner, key string, sp *Span) error {
+	return object(s, key, func(k string) error {
+		var err error
+		switch k {
+		case "status_code":
+			sp.Status, err = statusCode(s, k)
+		case "description":
+			sp.StatusMessage, err = optString(s, k)
+		default:
+			err = s.Skip()
+		}
+		return err
+	})
+}
+
+// sdkEvent reads one span event {name, timestamp, attributes}.
+func sdkEvent(s *jsonscan.Scanner) (Event, error) {
+	var e Event
+	err := object(s, "event", func(k string) error {
+		var err error
+		switch k {
+		case "name":
+			e.Name, err = optString(s, k)
+		case "timestamp":
+			e.Time, err = sdkTime(s, k)
+		case "attributes":
+			e.Attributes, err = plainAttrs(s, k)
+		default:
+			err = s.Skip()
+		}
+		return err
+	})
+	return e, err
+}
+
+// sdkLink reads one span link {context: {trace_id, span_id}, attributes}.
+func sdkLink(s *jsonscan.Scanner) (Link, error) {
+	var l Link
+	err := object(s, "link", func(k string) error {
+		switch k {
+		case "context":
+			return object(s, k, func(kk string) error {
+				var err error
+				switch kk {
+				case "trace_id":
+					l.TraceID, err = intID(s, kk, 128)
+				case "span_id":
+					l.SpanID, err = intID(s, kk, 64)
+				default:
+					err = s.Skip()
+				}
+				return err
+			})
+		case "attributes":
+			var err error
+			l.Attributes, err = plainAttrs(s, k)
+			return err
+		}
+		return s.Skip()
+	})
+	return l, err
+}
+
+// sdkScope reads the instrumentation scope's name and version.
+func sdkScope(s *jsonscan.Scanner, key string, sc *Scope) error {
+	return object(s, key, func(k string) error {
+		var err error
+		switch k {
+		case "name":
+			sc.Name, err = optString(s, k)
+		case "version":
+			sc.Version, err = optString(s, k)
+		default:
+			err = s.Skip()
+		}
+		return err
+	})
 }
 
 // intID reads an id given as an integer (any-agent writes the 128-bit trace
