@@ -135,3 +135,17 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+func TestFieldsObject(t *testing.T) {
+	for _, c := range []struct {
+		f    Fields
+		want string
+	}{
+		{nil, `{}`},
+		{Fields{{Key: "b", Value: json.RawMessage(`1`)}, {Key: "a\"", Value: json.RawMessage(`{"x":[]}`)}}, `{"b":1,"a\"":{"x":[]}}`},
+	} {
+		if got := string(c.f.Object()); got != c.want {
+			t.Errorf("Object() = %s, want %s", got, c.want)
+		}
+	}
+}

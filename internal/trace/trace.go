@@ -28,6 +28,20 @@ func (f Fields) Get(key string) json.RawMessage {
 	return nil
 }
 
+// Object returns the fields as one JSON object, in their order.
+func (f Fields) Object() json.RawMessage {
+	b := []byte{'{'}
+	for i, x := range f {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendString(b, x.Key)
+		b = append(b, ':')
+		b = append(b, x.Value...)
+	}
+	return append(b, '}')
+}
+
 // Trace is one agent run.
 type Trace struct {
 	ID          string

@@ -277,16 +277,7 @@ func decodeValue(data []byte) (*trace.Trace, error) {
 		return nil, s.ErrorAt(start, `an MLflow trace needs "spans", or "info" and "data" with "spans"`)
 	}
 	if len(dataExtra) > 0 {
-		b := []byte{'{'}
-		for i, f := range dataExtra {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = trace.AppendString(b, f.Key)
-			b = append(b, ':')
-			b = append(b, f.Value...)
-		}
-		t.Extra = append(t.Extra, trace.Field{Key: "data", Value: append(b, '}')})
+		t.Extra = append(t.Extra, trace.Field{Key: "data", Value: dataExtra.Object()})
 	}
 
 	// The trace id.
@@ -333,169 +324,11 @@ func (p *parser) span(s *jsonscan.Scanner) error {
 		return s.Errorf("a span must be an object, not %s", jsonscan.Article(k))
 	}
 	sp := &span{offset: s.Offset(), path: s.Path(), order: len(p.spans)}
-	idKey, parentKey, startKey, endKey, statusKey := "", "", "", "", ""
-	twice := func(prev, key, what string) error {
-		if prev != "" {
-			return s.Errorf("%s given twice (%s and %s)", what, prev, key)
-		}
-		return nil
-	}
-	err := s.Object(func(key string) error {
-		switch key {
-		case "name":
-			switch s.Peek() {
-			case jsonscan.Null:
-				return s.Null()
-			case jsonscan.String:
-				v, err := s.String(key)
-				sp.Name = v
-				return err
-			}
-			return s.Errorf("name must be a string, not %s", jsonscan.Article(s.Peek()))
-		case "context":
-			if k := s.Peek(); k != jsonscan.Object {
-				return s.Errorf("context must be an object, not %s", jsonscan.Article(k))
-			}
-			var rest trace.Fields
-			err := s.Object(func(k string) error {
-				switch k {
-				case "span_id":
-					if err := twice(idKey, "context.span_id", "the span id"); err != nil {
-						return err
-					}
-					idKey = "context.span_id"
-					return p.spanID(s, sp)
-				case "trace_id":
-					if s.Peek() == jsonscan.String {
-						sp.ctxTraceOff = s.Offset()
-						v, err := s.String(k)
-						sp.ctxTrace, sp.hasCtxTrace = v, true
-						return err
-					}
-					if s.Peek() == jsonscan.Null {
-						return s.Null()
-					}
-					return s.Errorf("context.trace_id must be a string, not %s", jsonscan.Article(s.Peek()))
-				}
-				raw, err := s.Raw()
-				if err == nil {
-					rest = append(rest, trace.Field{Key: k, Value: compact(raw)})
-				}
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if len(rest) > 0 {
-				b := []byte{'{'}
-				for i, f := range rest {
-					if i > 0 {
-						b = append(b, ',')
-					}
-					b = trace.AppendString(b, f.Key)
-					b = append(b, ':')
-					b = append(b, f.Value...)
-				}
-				sp.Extra = append(sp.Extra, trace.Field{Key: "context", Value: append(b, '}')})
-			}
-			return nil
-		case "span_id":
-			if err := twice(idKey, key, "the span id"); err != nil {
-				return err
-			}
-			idKey = key
-			return p.spanID(s, sp)
-		case "trace_id":
-			if s.Peek() == jsonscan.String && p.traceID == "" {
-				start := s.Offset()
-				v, err := s.String(key)
-				if err != nil {
-					return err
-				}
-				p.traceID = v
-				keep(&sp.Extra, key, s.Data()[start:s.Offset()], spanReserved)
-				return nil
-			}
-		case "parent_id", "parent_span_id":
-			if err := twice(parentKey, key, "the parent id"); err != nil {
-				return err
-			}
-			parentKey = key
-			switch s.Peek() {
-			case jsonscan.Null:
-				return s.Null()
-			case jsonscan.String:
-				v, err := s.String(key)
-				sp.ParentID, sp.hasParent = v, v != ""
-				return err
-			}
-			return s.Errorf("%s must be a span id (a string) or null, not %s", key, jsonscan.Article(s.Peek()))
-		case "start_time", "start_time_unix_nano":
-			if err := twice(startKey, key, "the start time"); err != nil {
-				return err
-			}
-			startKey = key
-			ns, ok, err := nanos(s, key)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return s.Errorf("%s must be an integer number of nanoseconds, not null", key)
-			}
-			sp.startNS, sp.hasStart = ns, true
-			sp.Start = time.Unix(0, ns).UTC()
-			return nil
-		case "end_time", "end_time_unix_nano":
-			if err := twice(endKey, key, "the end time"); err != nil {
-				return err
-			}
-			endKey = key
-			off := s.Offset()
-			ns, ok, err := nanos(s, key)
-			if err != nil || !ok {
-				return err // null: the span had not ended
-			}
-			if sp.hasStart && ns < sp.startNS {
-				return s.ErrorAt(off, "%s %d is before the start time %d", key, ns, sp.startNS)
-			}
-			sp.hasEnd = true
-			sp.End = time.Unix(0, ns).UTC()
-			return nil
-		case "status_code":
-			if err := twice(statusKey, key, "the status"); err != nil {
-				return err
-			}
-			statusKey = key
-			return statusCode(s, &sp.Span, key)
-		case "status_message":
-			if s.Peek() == jsonscan.String {
-				v, err := s.String(key)
-				sp.StatusMessage = v
-				return err
-			}
-			if s.Peek() == jsonscan.Null {
-				return s.Null()
-			}
-			return s.Errorf("status_message must be a string, not %s", jsonscan.Article(s.Peek()))
-		case "status":
-			if err := twice(statusKey, key, "the status"); err != nil {
-				return err
-			}
-			statusKey = key
-			return status(s, &sp.Span)
-		case "attributes":
-			return attributes(s, sp)
-		}
-		raw, err := s.Raw()
-		if err == nil {
-			keep(&sp.Extra, key, raw, spanReserved)
-		}
-		return err
-	})
-	if err != nil {
+	var given givenKeys
+	if err := s.Object(func(key string) error { return p.member(s, sp, &given, key) }); err != nil {
 		return err
 	}
-	if idKey == "" {
+	if given.id == "" {
 		return s.ErrorAt(sp.offset, "the span has no span id (context.span_id or span_id)")
 	}
 	if !sp.hasStart {
@@ -505,6 +338,176 @@ func (p *parser) span(s *jsonscan.Scanner) error {
 		return s.ErrorAt(sp.offset, "span %q ends (%d) before it starts (%d)", sp.ID, sp.End.UnixNano(), sp.startNS)
 	}
 	p.spans = append(p.spans, sp)
+	return nil
+}
+
+// givenKeys are the members that gave a span's id, parent, times and
+// status, which each shape names differently: one may be given only once.
+type givenKeys struct{ id, parent, start, end, status string }
+
+// once records key as what gave a value held in *prev, or fails when an
+// earlier member gave it already.
+func once(s *jsonscan.Scanner, prev *string, key, what string) error {
+	if *prev != "" {
+		return s.Errorf("%s given twice (%s and %s)", what, *prev, key)
+	}
+	*prev = key
+	return nil
+}
+
+// member decodes one member of a span object.
+func (p *parser) member(s *jsonscan.Scanner, sp *span, given *givenKeys, key string) error {
+	switch key {
+	case "name":
+		switch s.Peek() {
+		case jsonscan.Null:
+			return s.Null()
+		case jsonscan.String:
+			v, err := s.String(key)
+			sp.Name = v
+			return err
+		}
+		return s.Errorf("name must be a string, not %s", jsonscan.Article(s.Peek()))
+	case "context":
+		return p.context(s, sp, given)
+	case "span_id":
+		if err := once(s, &given.id, key, "the span id"); err != nil {
+			return err
+		}
+		return p.spanID(s, sp)
+	case "trace_id":
+		if s.Peek() == jsonscan.String && p.traceID == "" {
+			start := s.Offset()
+			v, err := s.String(key)
+			if err != nil {
+				return err
+			}
+			p.traceID = v
+			keep(&sp.Extra, key, s.Data()[start:s.Offset()], spanReserved)
+			return nil
+		}
+	case "parent_id", "parent_span_id":
+		if err := once(s, &given.parent, key, "the parent id"); err != nil {
+			return err
+		}
+		return parentID(s, sp, key)
+	case "start_time", "start_time_unix_nano":
+		if err := once(s, &given.start, key, "the start time"); err != nil {
+			return err
+		}
+		return startTime(s, sp, key)
+	case "end_time", "end_time_unix_nano":
+		if err := once(s, &given.end, key, "the end time"); err != nil {
+			return err
+		}
+		return endTime(s, sp, key)
+	case "status_code":
+		if err := once(s, &given.status, key, "the status"); err != nil {
+			return err
+		}
+		return statusCode(s, &sp.Span, key)
+	case "status_message":
+		if s.Peek() == jsonscan.String {
+			v, err := s.String(key)
+			sp.StatusMessage = v
+			return err
+		}
+		if s.Peek() == jsonscan.Null {
+			return s.Null()
+		}
+		return s.Errorf("status_message must be a string, not %s", jsonscan.Article(s.Peek()))
+	case "status":
+		if err := once(s, &given.status, key, "the status"); err != nil {
+			return err
+		}
+		return status(s, &sp.Span)
+	case "attributes":
+		return attributes(s, sp)
+	}
+	raw, err := s.Raw()
+	if err == nil {
+		keep(&sp.Extra, key, raw, spanReserved)
+	}
+	return err
+}
+
+// context reads MLflow 2's context {span_id, trace_id}; other members keep
+// the rest of it in Extra "context".
+func (p *parser) context(s *jsonscan.Scanner, sp *span, given *givenKeys) error {
+	if k := s.Peek(); k != jsonscan.Object {
+		return s.Errorf("context must be an object, not %s", jsonscan.Article(k))
+	}
+	var rest trace.Fields
+	err := s.Object(func(k string) error {
+		switch k {
+		case "span_id":
+			if err := once(s, &given.id, "context.span_id", "the span id"); err != nil {
+				return err
+			}
+			return p.spanID(s, sp)
+		case "trace_id":
+			if s.Peek() == jsonscan.String {
+				sp.ctxTraceOff = s.Offset()
+				v, err := s.String(k)
+				sp.ctxTrace, sp.hasCtxTrace = v, true
+				return err
+			}
+			if s.Peek() == jsonscan.Null {
+				return s.Null()
+			}
+			return s.Errorf("context.trace_id must be a string, not %s", jsonscan.Article(s.Peek()))
+		}
+		raw, err := s.Raw()
+		if err == nil {
+			rest = append(rest, trace.Field{Key: k, Value: compact(raw)})
+		}
+		return err
+	})
+	if err != nil || len(rest) == 0 {
+		return err
+	}
+	sp.Extra = append(sp.Extra, trace.Field{Key: "context", Value: rest.Object()})
+	return nil
+}
+
+// parentID reads a parent id: a span id, or null or "" for a root.
+func parentID(s *jsonscan.Scanner, sp *span, key string) error {
+	switch s.Peek() {
+	case jsonscan.Null:
+		return s.Null()
+	case jsonscan.String:
+		v, err := s.String(key)
+		sp.ParentID, sp.hasParent = v, v != ""
+		return err
+	}
+	return s.Errorf("%s must be a span id (a string) or null, not %s", key, jsonscan.Article(s.Peek()))
+}
+
+func startTime(s *jsonscan.Scanner, sp *span, key string) error {
+	ns, ok, err := nanos(s, key)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return s.Errorf("%s must be an integer number of nanoseconds, not null", key)
+	}
+	sp.startNS, sp.hasStart = ns, true
+	sp.Start = time.Unix(0, ns).UTC()
+	return nil
+}
+
+// endTime reads the end time; null is a span that had not ended.
+func endTime(s *jsonscan.Scanner, sp *span, key string) error {
+	off := s.Offset()
+	ns, ok, err := nanos(s, key)
+	if err != nil || !ok {
+		return err
+	}
+	if sp.hasStart && ns < sp.startNS {
+		return s.ErrorAt(off, "%s %d is before the start time %d", key, ns, sp.startNS)
+	}
+	sp.hasEnd = true
+	sp.End = time.Unix(0, ns).UTC()
 	return nil
 }
 

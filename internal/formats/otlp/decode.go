@@ -354,25 +354,12 @@ func (d *decoder) flush() {
 			continue
 		}
 		if len(d.dumpMeta) > 0 {
-			t.Metadata = fieldsObject(d.dumpMeta)
+			t.Metadata = trace.Fields(d.dumpMeta).Object()
 		}
 		d.queue = append(d.queue, item{t: t})
 		d.traceIndex++
 	}
 	d.dumpMeta = nil
-}
-
-func fieldsObject(f []trace.Field) json.RawMessage {
-	b := []byte{'{'}
-	for i, x := range f {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = trace.AppendString(b, x.Key)
-		b = append(b, ':')
-		b = append(b, x.Value...)
-	}
-	return append(b, '}')
 }
 
 // ---- Langfuse exports ----
@@ -398,7 +385,7 @@ func langfuseValue(data []byte) (*trace.Trace, error) {
 	}
 	t.ID = lf.traceID
 	t.Name = lf.name
-	t.Metadata = fieldsObject(lf.meta)
+	t.Metadata = trace.Fields(lf.meta).Object()
 	return t, nil
 }
 
@@ -642,6 +629,6 @@ func langfuseMetadata(raw json.RawMessage, sp *Span) {
 		}
 	}
 	if len(rest) > 0 {
-		sp.Extra = append(sp.Extra, trace.Field{Key: "metadata", Value: fieldsObject(rest)})
+		sp.Extra = append(sp.Extra, trace.Field{Key: "metadata", Value: trace.Fields(rest).Object()})
 	}
 }
