@@ -131,38 +131,12 @@ import (
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
-// NewDecoder returns a streaming decoder over r; file names r in errors.
+// NewDecoder returns a streaming decoder over r; file names r in errors. An
+// error inside one value is recoverable (the next value can still be read);
+// a broken input is not.
 func NewDecoder(r io.Reader, file string) decoding.Decoder {
-	return &decoder{vr: decoding.NewValueReader(r, file)}
+	return decoding.NewPerValue(r, file, decodeValue, false)
 }
-
-type decoder struct {
-	vr    *decoding.ValueReader
-	index int
-	done  bool
-}
-
-// Next decodes the next invocation. An error inside one value is recoverable
-// (the next value can still be read); a broken input is not.
-func (d *decoder) Next() (*trace.Trace, error) {
-	if d.done {
-		return nil, io.EOF
-	}
-	v, err := d.vr.Next(d.index)
-	if err != nil {
-		d.done = true
-		return nil, err // io.EOF or an *decoding.Error
-	}
-	d.index++
-	t, err := decodeValue(v.Data)
-	if err != nil {
-		return nil, v.Reject(err)
-	}
-	return t, nil
-}
-
-// DatasetMetadata is always nil: Bedrock streams have no dataset header.
-func (d *decoder) DatasetMetadata() json.RawMessage { return nil }
 
 // decodeValue decodes one invocation held in data (one JSON value). Errors
 // are *jsonscan.Error values with the offset and JSON path; Next places them

@@ -113,49 +113,12 @@ import (
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
-// NewDecoder returns a streaming decoder over r; file names r in errors.
+// NewDecoder returns a streaming decoder over r; file names r in errors. A
+// trace that breaks a rule gives a recoverable error; JSON that does not
+// parse is fatal.
 func NewDecoder(r io.Reader, file string) decoding.Decoder {
-	return &decoder{vr: decoding.NewValueReader(r, file)}
+	return decoding.NewPerValue(r, file, decodeValue, true)
 }
-
-type decoder struct {
-	vr    *decoding.ValueReader
-	index int
-	done  bool
-}
-
-// Next decodes the next trace. A trace that breaks a rule gives a
-// recoverable error; JSON that does not parse is fatal.
-func (d *decoder) Next() (*trace.Trace, error) {
-	if d.done {
-		return nil, io.EOF
-	}
-	v, err := d.vr.Next(d.index)
-	if err != nil {
-		d.done = true
-		return nil, err // io.EOF or an *decoding.Error
-	}
-	d.index++
-	t, err := decodeValue(v.Data)
-	if err != nil {
-		// JSON that does not parse is fatal, wherever a rule broke first;
-		// the check costs a pass only for a trace that failed.
-		s := jsonscan.New(v.Data)
-		serr := s.Skip()
-		if serr == nil {
-			serr = s.End()
-		}
-		if serr != nil {
-			d.done = true
-			return nil, v.Source.Wrap(serr)
-		}
-		return nil, v.Reject(err)
-	}
-	return t, nil
-}
-
-// DatasetMetadata is always nil: MLflow trace files have no dataset header.
-func (d *decoder) DatasetMetadata() json.RawMessage { return nil }
 
 // Canonical member names that Extra must not use: the trace's (plus the
 // Invariant JSONL keys), and the span's.
