@@ -322,15 +322,7 @@ func once(s *jsonscan.Scanner, prev *string, key, what string) error {
 func (p *parser) member(s *jsonscan.Scanner, sp *span, given *givenKeys, key string) error {
 	switch key {
 	case "name":
-		switch s.Peek() {
-		case jsonscan.Null:
-			return s.Null()
-		case jsonscan.String:
-			v, err := s.String(key)
-			sp.Name = v
-			return err
-		}
-		return s.Errorf("name must be a string, not %s", jsonscan.Article(s.Peek()))
+		return optString(s, &sp.Name, key, "name")
 	case "context":
 		return p.context(s, sp, given)
 	case "span_id":
@@ -370,15 +362,7 @@ func (p *parser) member(s *jsonscan.Scanner, sp *span, given *givenKeys, key str
 		}
 		return statusCode(s, &sp.Span, key)
 	case "status_message":
-		if s.Peek() == jsonscan.String {
-			v, err := s.String(key)
-			sp.StatusMessage = v
-			return err
-		}
-		if s.Peek() == jsonscan.Null {
-			return s.Null()
-		}
-		return s.Errorf("status_message must be a string, not %s", jsonscan.Article(s.Peek()))
+		return optString(s, &sp.StatusMessage, key, key)
 	case "status":
 		if err := once(s, &given.status, key, "the status"); err != nil {
 			return err
@@ -392,6 +376,19 @@ func (p *parser) member(s *jsonscan.Scanner, sp *span, given *givenKeys, key str
 		keep(&sp.Extra, key, raw, spanReserved)
 	}
 	return err
+}
+
+// optString reads a string into *dst, or null (leaving *dst as it is).
+func optString(s *jsonscan.Scanner, dst *string, key, what string) error {
+	switch s.Peek() {
+	case jsonscan.Null:
+		return s.Null()
+	case jsonscan.String:
+		v, err := s.String(key)
+		*dst = v
+		return err
+	}
+	return s.Errorf("%s must be a string, not %s", what, jsonscan.Article(s.Peek()))
 }
 
 // context reads MLflow 2's context {span_id, trace_id}; other members keep
@@ -587,15 +584,7 @@ func status(s *jsonscan.Scanner, sp *trace.Span) error {
 		case "code":
 			return statusCode(s, sp, "status code")
 		case "message":
-			if s.Peek() == jsonscan.String {
-				v, err := s.String(key)
-				sp.StatusMessage = v
-				return err
-			}
-			if s.Peek() == jsonscan.Null {
-				return s.Null()
-			}
-			return s.Errorf("status message must be a string, not %s", jsonscan.Article(s.Peek()))
+			return optString(s, &sp.StatusMessage, key, "status message")
 		}
 		other = true
 		return s.Skip()
