@@ -1,7 +1,6 @@
 package bedrock
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/formats/internal/golden"
@@ -10,10 +9,5 @@ import (
 // TestGolden keeps the canonical output of every corpus file this package
 // reads in testdata/golden; go test -update rewrites it.
 func TestGolden(t *testing.T) {
-	for _, name := range corpusFiles {
-		t.Run(name, func(t *testing.T) {
-			data := readCorpus(t, name)
-			golden.Check(t, name, golden.Output(NewDecoder(bytes.NewReader(data), name)))
-		})
-	}
+	golden.Test(t, corpusFiles, readCorpus, NewDecoder)
 }

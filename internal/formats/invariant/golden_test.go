@@ -1,7 +1,6 @@
 package invariant
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/formats/internal/golden"
@@ -10,11 +9,9 @@ import (
 // TestGolden keeps the canonical output of every corpus file this package
 // reads in testdata/golden; go test -update rewrites it.
 func TestGolden(t *testing.T) {
+	var names []string
 	for _, path := range corpusFiles(t) {
-		name := rel(path)
-		t.Run(name, func(t *testing.T) {
-			data := readCorpus(t, name)
-			golden.Check(t, name, golden.Output(NewDecoder(bytes.NewReader(data), name)))
-		})
+		names = append(names, rel(path))
 	}
+	golden.Test(t, names, readCorpus, NewDecoder)
 }

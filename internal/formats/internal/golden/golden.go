@@ -63,6 +63,20 @@ func Output(dec decoding.Decoder) []byte {
 	return out.Bytes()
 }
 
+// Test checks the output of newDecoder over each named corpus file, which
+// read returns, in a subtest named after the file.
+func Test(t *testing.T, names []string, read func(t testing.TB, name string) []byte, newDecoder func(r io.Reader, file string) decoding.Decoder) {
+	t.Helper()
+	if len(names) == 0 {
+		t.Fatal("no corpus files")
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			Check(t, name, Output(newDecoder(bytes.NewReader(read(t, name)), name)))
+		})
+	}
+}
+
 // Check compares got with testdata/golden/<name>.golden, or rewrites that
 // file under -update. name is the corpus file's path relative to the corpus.
 func Check(t *testing.T, name string, got []byte) {
