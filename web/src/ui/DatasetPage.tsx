@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useRef, useState } from 'preact/hooks';
 import { api } from '../lib/api';
-import { rememberList } from '../lib/listmemory';
+import { rememberList, tracePath } from '../lib/listmemory';
 import { navigate } from '../lib/router';
 import type { SearchBackend } from '../lib/search';
 import { serverSearch } from '../lib/serversearch';
@@ -48,7 +48,8 @@ export function DatasetPage(props: { owner: string; name: string; search: string
       if (t) ids.push(t.summary.id);
     }
     rememberList({ datasetId: ds!.id, owner: ds!.owner, name: ds!.name, ids, q: active });
-    navigate(`/traces/${encodeURIComponent(h.summary.id)}${active && query.words.length ? '?q=' + encodeURIComponent(active) : ''}`);
+    // With words in the query, the trace page lands on their first hit.
+    navigate(tracePath(h.summary.id, query.words.length ? active : ''));
   };
 
   if (err && !ds) return <p class="error">{err}</p>;
