@@ -434,16 +434,19 @@ func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request, p *princip
 	if err := s.savePolicyCheck(r, pol.Name, pol.Source); err != nil {
 		return err
 	}
-	existing, err := s.st.ListPolicies(r.Context(), d.ID)
-	if err != nil {
-		return err
-	}
-	for _, e := range existing {
-		if e.Name == pol.Name {
-			return errorf(http.StatusConflict, codeConflict, "dataset %s already has a policy named %q (%s); change it with PUT", d.Name, pol.Name, e.ID)
+	// The store refuses a taken name, also to the loser of two creations at once.
+	saved, err := s.st.CreatePolicy(r.Context(), pol)
+	if errors.Is(err, store.ErrConflict) {
+		existing, lerr := s.st.ListPolicies(r.Context(), d.ID)
+		if lerr != nil {
+			return lerr
+		}
+		for _, e := range existing {
+			if e.Name == pol.Name {
+				return errorf(http.StatusConflict, codeConflict, "dataset %s already has a policy named %q (%s); change it with PUT", d.Name, pol.Name, e.ID)
+			}
 		}
 	}
-	saved, err := s.st.SavePolicy(r.Context(), pol)
 	if err != nil {
 		return err
 	}

@@ -201,6 +201,9 @@ type Annotations interface {
 // Policies keeps saved policies.
 type Policies interface {
 	SavePolicy(ctx context.Context, p Policy) (Policy, error) // create, or update by (dataset, name)
+	// CreatePolicy creates a policy; a name the dataset already has is
+	// ErrConflict, also when two creations race.
+	CreatePolicy(ctx context.Context, p Policy) (Policy, error)
 	ListPolicies(ctx context.Context, datasetID string) ([]Policy, error)
 	Policy(ctx context.Context, id string) (Policy, error)
 	DeletePolicy(ctx context.Context, id string) error

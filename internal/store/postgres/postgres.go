@@ -6,7 +6,6 @@ package postgres
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,17 +21,17 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
+	"github.com/lookout-dev/lookout/internal/trace"
 )
 
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// keyUseEvery is how often the last use of an API key is recorded at most.
-const keyUseEvery = time.Minute
-
 // Store is a PostgreSQL store. It implements store.Store.
 type Store struct {
+	sqlstore.Store
 	pool *pgxpool.Pool
 	an   analyzer
 }
@@ -62,6 +61,15 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool}
+	q := sqlstore.Pgx(pool)
+	s.Store = sqlstore.Store{D: sqlstore.Postgres, R: q, W: q, Fail: fail, Hooks: hooks{s},
+		Read: func(ctx context.Context, fn func(sqlstore.Querier) error) error {
+			return s.read(ctx, func(tx pgx.Tx) error { return fn(sqlstore.Pgx(tx)) })
+		},
+		Write: func(ctx context.Context, fn func(sqlstore.Querier) error) error {
+			return s.write(ctx, func(tx pgx.Tx) error { return fn(sqlstore.Pgx(tx)) })
+		},
+	}
 	if err := s.ensureIndex(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: search index: %w", err)
@@ -167,401 +175,52 @@ func optText(b []byte) any {
 	return string(b)
 }
 
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
+// hooks are the parts of sqlstore's operations done the PostgreSQL way.
+type hooks struct{ s *Store }
+
+func (hooks) DeleteTrace(ctx context.Context, q sqlstore.Querier, id string) error {
+	tx := sqlstore.PgxTx(q)
+	if err := lockTexts(ctx, tx, true); err != nil {
+		return err
 	}
-	u := t.UTC()
-	return &u
+	return deleteDoc(ctx, tx, id)
 }
 
-// ---- users, keys and sessions ----
-
-const userCols = `u.id, u.name, u.password_hash, u.created_at`
-
-func scanUser(row pgx.Row, extra ...any) (store.User, error) {
-	var u store.User
-	err := row.Scan(append([]any{&u.ID, &u.Name, &u.PasswordHash, &u.CreatedAt}, extra...)...)
-	u.CreatedAt = u.CreatedAt.UTC()
-	return u, err
-}
-
-// CountUsers counts the users, not counting the local-mode user.
-func (s *Store) CountUsers(ctx context.Context) (int, error) {
-	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM users WHERE NOT is_local`).Scan(&n); err != nil {
-		return 0, fail(ctx, err, "count users")
-	}
-	return n, nil
-}
-
-// CreateUser adds a user. The name of the local-mode user is reserved.
-func (s *Store) CreateUser(ctx context.Context, name, passwordHash string) (store.User, error) {
-	if err := storeutil.CheckName("user", name); err != nil {
-		return store.User{}, fmt.Errorf("postgres: create user: %w", err)
-	}
-	if err := storeutil.CheckText("password hash", passwordHash); err != nil {
-		return store.User{}, fmt.Errorf("postgres: create user: %w", err)
-	}
-	if name == store.LocalUserName {
-		return store.User{}, fmt.Errorf("postgres: create user %q: the name is reserved for local mode: %w", name, store.ErrConflict)
-	}
-	u := store.User{ID: storeutil.NewID(), Name: name, PasswordHash: passwordHash, CreatedAt: storeutil.Now()}
-	_, err := s.pool.Exec(ctx, `INSERT INTO users (id, name, password_hash, created_at) VALUES ($1, $2, $3, $4)`,
-		u.ID, u.Name, u.PasswordHash, u.CreatedAt)
-	if err != nil {
-		return store.User{}, fail(ctx, err, "create user %q", name)
-	}
-	return u, nil
-}
-
-// UserByName finds a user by name.
-func (s *Store) UserByName(ctx context.Context, name string) (store.User, error) {
-	u, err := scanUser(s.pool.QueryRow(ctx, `SELECT `+userCols+` FROM users u WHERE u.name = $1`, name))
-	if err != nil {
-		return store.User{}, fail(ctx, err, "user %q", name)
-	}
-	return u, nil
-}
-
-// UserByID finds a user by id.
-func (s *Store) UserByID(ctx context.Context, id string) (store.User, error) {
-	if !storeutil.ValidID(id) {
-		return store.User{}, notFound("user %q", id)
-	}
-	u, err := scanUser(s.pool.QueryRow(ctx, `SELECT `+userCols+` FROM users u WHERE u.id = $1`, id))
-	if err != nil {
-		return store.User{}, fail(ctx, err, "user %s", id)
-	}
-	return u, nil
-}
-
-// ListUsers lists every user, the local-mode one included, oldest first.
-// (Not part of store.Store; `lookout key create` uses it when it can.)
-func (s *Store) ListUsers(ctx context.Context) ([]store.User, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+userCols+` FROM users u ORDER BY u.created_at, u.id`)
-	if err != nil {
-		return nil, fail(ctx, err, "list users")
-	}
-	users, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.User, error) { return scanUser(r) })
-	if err != nil {
-		return nil, fail(ctx, err, "list users")
-	}
-	return nonNil(users), nil
-}
-
-func nonNil[T any](xs []T) []T {
-	if xs == nil {
-		return []T{}
-	}
-	return xs
-}
-
-// LocalUser returns the local-mode user, creating it on first use.
-func (s *Store) LocalUser(ctx context.Context) (store.User, error) {
-	const q = `SELECT ` + userCols + ` FROM users u WHERE u.is_local`
-	u, err := scanUser(s.pool.QueryRow(ctx, q))
-	if err == nil {
-		return u, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return store.User{}, fail(ctx, err, "local user")
-	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO users (id, name, password_hash, is_local, created_at) VALUES ($1, $2, '', true, $3) ON CONFLICT DO NOTHING`,
-		storeutil.NewID(), store.LocalUserName, storeutil.Now()); err != nil {
-		return store.User{}, fail(ctx, err, "create the local user")
-	}
-	if u, err = scanUser(s.pool.QueryRow(ctx, q)); err != nil {
-		return store.User{}, fail(ctx, err, "local user")
-	}
-	return u, nil
-}
-
-const keyCols = `k.id, k.user_id, k.name, k.hash, k.last4, k.created_at, k.revoked_at, k.last_used`
-
-func scanKey(row pgx.Row) (store.APIKey, error) {
-	var k store.APIKey
-	err := row.Scan(&k.ID, &k.UserID, &k.Name, &k.Hash, &k.Last4, &k.CreatedAt, &k.RevokedAt, &k.LastUsed)
-	k.CreatedAt = k.CreatedAt.UTC()
-	k.RevokedAt, k.LastUsed = utc(k.RevokedAt), utc(k.LastUsed)
-	return k, err
-}
-
-// CreateAPIKey stores a new key of a user by its hash.
-func (s *Store) CreateAPIKey(ctx context.Context, userID, name, hash, last4 string) (store.APIKey, error) {
-	if hash == "" {
-		return store.APIKey{}, fmt.Errorf("postgres: create API key: no hash: %w", store.ErrInvalid)
-	}
-	if err := storeutil.CheckTexts("API key", "name", name, "hash", hash, "last4", last4); err != nil {
-		return store.APIKey{}, fmt.Errorf("postgres: create API key: %w", err)
-	}
-	if !storeutil.ValidID(userID) {
-		return store.APIKey{}, notFound("create API key: user %q", userID)
-	}
-	k := store.APIKey{ID: storeutil.NewID(), UserID: userID, Name: name, Hash: hash, Last4: last4, CreatedAt: storeutil.Now()}
-	_, err := s.pool.Exec(ctx, `INSERT INTO api_keys (id, user_id, name, hash, last4, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		k.ID, k.UserID, k.Name, k.Hash, k.Last4, k.CreatedAt)
-	if err != nil {
-		return store.APIKey{}, fail(ctx, err, "create API key for user %s", userID)
-	}
-	return k, nil
-}
-
-// ListAPIKeys lists a user's keys, revoked ones included, oldest first.
-func (s *Store) ListAPIKeys(ctx context.Context, userID string) ([]store.APIKey, error) {
-	if _, err := s.UserByID(ctx, userID); err != nil {
+func (hooks) DeleteDataset(ctx context.Context, q sqlstore.Querier, id string) (func() error, error) {
+	tx := sqlstore.PgxTx(q)
+	if err := lockTexts(ctx, tx, true); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.user_id = $1 ORDER BY k.created_at, k.id`, userID)
+	used, err := datasetTexts(ctx, tx, id)
 	if err != nil {
-		return nil, fail(ctx, err, "list API keys of user %s", userID)
+		return nil, err
 	}
-	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.APIKey, error) { return scanKey(r) })
-	if err != nil {
-		return nil, fail(ctx, err, "list API keys of user %s", userID)
-	}
-	return nonNil(keys), nil
+	return func() error { return sweepTexts(ctx, tx, used) }, nil
 }
 
-// RevokeAPIKey revokes one of a user's keys (revoking twice keeps the first
-// time).
-func (s *Store) RevokeAPIKey(ctx context.Context, userID, keyID string) error {
-	if !storeutil.ValidID(keyID) || !storeutil.ValidID(userID) {
-		return notFound("API key %q of user %q", keyID, userID)
-	}
-	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $1) WHERE id = $2 AND user_id = $3`,
-		storeutil.Now(), keyID, userID)
-	if err != nil {
-		return fail(ctx, err, "revoke API key %s", keyID)
-	}
-	if tag.RowsAffected() == 0 {
-		return notFound("API key %s of user %s", keyID, userID)
-	}
-	return nil
-}
-
-// UserByAPIKey finds the user of a key that is not revoked, and records the
-// key's use (at most once a minute).
-func (s *Store) UserByAPIKey(ctx context.Context, hash string) (store.User, error) {
-	var keyID string
-	var used *time.Time
-	u, err := scanUser(s.pool.QueryRow(ctx, `SELECT `+userCols+`, k.id, k.last_used FROM api_keys k JOIN users u ON u.id = k.user_id
-		WHERE k.hash = $1 AND k.revoked_at IS NULL`, hash), &keyID, &used)
-	if err != nil {
-		return store.User{}, fail(ctx, err, "API key")
-	}
-	now := storeutil.Now()
-	if used == nil || now.Sub(*used) >= keyUseEvery {
-		if _, err := s.pool.Exec(ctx, `UPDATE api_keys SET last_used = $1 WHERE id = $2`, now, keyID); err != nil {
-			return store.User{}, fail(ctx, err, "record use of API key %s", keyID)
+func (hooks) InsertAnnotations(ctx context.Context, tx sqlstore.Querier, as []store.Annotation) error {
+	return copyAnnotations(ctx, sqlstore.PgxTx(tx), func(yield func(store.Annotation)) {
+		for _, a := range as {
+			yield(a)
 		}
-	}
-	return u, nil
-}
-
-// CreateSession stores a login session by its token hash; expired sessions
-// are removed on the way.
-func (s *Store) CreateSession(ctx context.Context, userID, tokenHash string, expires time.Time) error {
-	if tokenHash == "" {
-		return fmt.Errorf("postgres: create session: no token hash: %w", store.ErrInvalid)
-	}
-	if err := storeutil.CheckText("session token hash", tokenHash); err != nil {
-		return fmt.Errorf("postgres: create session: %w", err)
-	}
-	if !storeutil.ValidID(userID) {
-		return notFound("create session: user %q", userID)
-	}
-	now := storeutil.Now()
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, now); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-			tokenHash, userID, now, expires.UTC())
-		return err
 	})
-	if err != nil {
-		return fail(ctx, err, "create session for user %s", userID)
-	}
-	return nil
 }
 
-// UserBySession finds the user of a session that has not expired.
-func (s *Store) UserBySession(ctx context.Context, tokenHash string) (store.User, error) {
-	u, err := scanUser(s.pool.QueryRow(ctx, `SELECT `+userCols+` FROM sessions s JOIN users u ON u.id = s.user_id
-		WHERE s.token_hash = $1 AND s.expires_at > $2`, tokenHash, storeutil.Now()))
-	if err != nil {
-		return store.User{}, fail(ctx, err, "session")
-	}
-	return u, nil
+func (hooks) InsertTraces(ctx context.Context, tx sqlstore.Querier, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error {
+	return insertTraces(ctx, sqlstore.PgxTx(tx), ownerID, datasetID, rows, now)
 }
 
-// DeleteSession ends a session.
-func (s *Store) DeleteSession(ctx context.Context, tokenHash string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE token_hash = $1`, tokenHash)
-	if err != nil {
-		return fail(ctx, err, "delete session")
-	}
-	if tag.RowsAffected() == 0 {
-		return notFound("session")
-	}
-	return nil
+func (hooks) AppendToTrace(ctx context.Context, tx sqlstore.Querier, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error) {
+	return appendToTrace(ctx, sqlstore.PgxTx(tx), id, events, spans, check)
 }
 
-// ---- datasets ----
-
-const datasetCols = `d.id, d.owner_id, u.name, d.name, d.public, d.metadata, d.created_at, d.last_pushed, d.trace_count`
-const datasetFrom = ` FROM datasets d JOIN users u ON u.id = d.owner_id `
-
-func scanDataset(row pgx.Row) (store.Dataset, error) {
-	var d store.Dataset
-	var meta string
-	err := row.Scan(&d.ID, &d.OwnerID, &d.OwnerName, &d.Name, &d.Public, &meta, &d.CreatedAt, &d.LastPushed, &d.TraceCount)
-	d.Metadata = json.RawMessage(meta)
-	d.CreatedAt = d.CreatedAt.UTC()
-	d.LastPushed = utc(d.LastPushed)
-	return d, err
-}
-
-// CreateDataset adds a dataset; a name the owner already uses is ErrConflict.
-func (s *Store) CreateDataset(ctx context.Context, d store.Dataset) (store.Dataset, error) {
-	if err := storeutil.CheckName("dataset", d.Name); err != nil {
-		return store.Dataset{}, fmt.Errorf("postgres: create dataset: %w", err)
+// Indexed counts the new pieces toward the next ANALYZE.
+func (h hooks) Indexed(rows []storeutil.Row) {
+	var pieces int64
+	for _, r := range rows {
+		pieces += int64(len(r.Doc.Pieces))
 	}
-	if !storeutil.ValidID(d.OwnerID) {
-		return store.Dataset{}, notFound("create dataset: owner %q", d.OwnerID)
+	if pieces > 0 {
+		h.s.noteIndexed(pieces)
 	}
-	meta := json.RawMessage("{}")
-	if d.Metadata != nil {
-		var err error
-		if meta, err = storeutil.CompactObject(d.Metadata, "dataset metadata"); err != nil {
-			return store.Dataset{}, fmt.Errorf("postgres: create dataset: %w", err)
-		}
-	}
-	out := store.Dataset{ID: storeutil.NewID(), OwnerID: d.OwnerID, Name: d.Name, Public: d.Public, Metadata: meta, CreatedAt: storeutil.Now()}
-	err := s.pool.QueryRow(ctx, `INSERT INTO datasets (id, owner_id, name, public, metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6)
-		RETURNING (SELECT name FROM users WHERE id = $2)`,
-		out.ID, out.OwnerID, out.Name, out.Public, string(meta), out.CreatedAt).Scan(&out.OwnerName)
-	if err != nil {
-		return store.Dataset{}, fail(ctx, err, "create dataset %q", d.Name)
-	}
-	return out, nil
-}
-
-// Dataset finds a dataset by id.
-func (s *Store) Dataset(ctx context.Context, id string) (store.Dataset, error) {
-	if !storeutil.ValidID(id) {
-		return store.Dataset{}, notFound("dataset %q", id)
-	}
-	d, err := scanDataset(s.pool.QueryRow(ctx, `SELECT `+datasetCols+datasetFrom+`WHERE d.id = $1`, id))
-	if err != nil {
-		return store.Dataset{}, fail(ctx, err, "dataset %s", id)
-	}
-	return d, nil
-}
-
-// DatasetByName finds a dataset by owner and name.
-func (s *Store) DatasetByName(ctx context.Context, ownerID, name string) (store.Dataset, error) {
-	if !storeutil.ValidID(ownerID) {
-		return store.Dataset{}, notFound("dataset %q of user %q", name, ownerID)
-	}
-	d, err := scanDataset(s.pool.QueryRow(ctx, `SELECT `+datasetCols+datasetFrom+`WHERE d.owner_id = $1 AND d.name = $2`, ownerID, name))
-	if err != nil {
-		return store.Dataset{}, fail(ctx, err, "dataset %q of user %s", name, ownerID)
-	}
-	return d, nil
-}
-
-// ListDatasets lists the user's datasets and every public one, oldest first.
-func (s *Store) ListDatasets(ctx context.Context, userID string) ([]store.Dataset, error) {
-	var rows pgx.Rows
-	var err error
-	if storeutil.ValidID(userID) {
-		rows, err = s.pool.Query(ctx, `SELECT `+datasetCols+datasetFrom+`WHERE d.owner_id = $1 OR d.public ORDER BY d.created_at, d.id`, userID)
-	} else {
-		rows, err = s.pool.Query(ctx, `SELECT `+datasetCols+datasetFrom+`WHERE d.public ORDER BY d.created_at, d.id`)
-	}
-	if err != nil {
-		return nil, fail(ctx, err, "list datasets")
-	}
-	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Dataset, error) { return scanDataset(r) })
-	if err != nil {
-		return nil, fail(ctx, err, "list datasets")
-	}
-	return nonNil(ds), nil
-}
-
-// DeleteDataset removes a dataset with its traces, annotations and policies.
-func (s *Store) DeleteDataset(ctx context.Context, id string) error {
-	if !storeutil.ValidID(id) {
-		return notFound("dataset %q", id)
-	}
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		if err := lockTexts(ctx, tx, true); err != nil {
-			return err
-		}
-		used, err := datasetTexts(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `DELETE FROM datasets WHERE id = $1`, id)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return notFound("dataset %s", id)
-		}
-		return sweepTexts(ctx, tx, used)
-	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return fail(ctx, err, "delete dataset %s", id)
-	}
-	return err
-}
-
-// SetDatasetPublic makes a dataset public or private.
-func (s *Store) SetDatasetPublic(ctx context.Context, id string, public bool) error {
-	if !storeutil.ValidID(id) {
-		return notFound("dataset %q", id)
-	}
-	tag, err := s.pool.Exec(ctx, `UPDATE datasets SET public = $2 WHERE id = $1`, id, public)
-	if err != nil {
-		return fail(ctx, err, "set dataset %s public", id)
-	}
-	if tag.RowsAffected() == 0 {
-		return notFound("dataset %s", id)
-	}
-	return nil
-}
-
-// SetDatasetMetadata merges meta into, or replaces, a dataset's metadata.
-func (s *Store) SetDatasetMetadata(ctx context.Context, id string, meta json.RawMessage, replace bool) (json.RawMessage, error) {
-	if !storeutil.ValidID(id) {
-		return nil, notFound("dataset %q", id)
-	}
-	if err := storeutil.CheckObject(meta, "dataset metadata", false); err != nil {
-		return nil, fmt.Errorf("postgres: set metadata of dataset %s: %w", id, err)
-	}
-	var out json.RawMessage
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		var old string
-		if err := tx.QueryRow(ctx, `SELECT metadata FROM datasets WHERE id = $1 FOR UPDATE`, id).Scan(&old); err != nil {
-			return err
-		}
-		var err error
-		if replace {
-			out, err = storeutil.CompactObject(meta, "dataset metadata")
-		} else {
-			out, err = storeutil.MergeObject(json.RawMessage(old), meta)
-		}
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE datasets SET metadata = $1 WHERE id = $2`, string(out), id)
-		return err
-	})
-	if err != nil {
-		return nil, fail(ctx, err, "set metadata of dataset %s", id)
-	}
-	return out, nil
 }

@@ -45,6 +45,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ReplaceAnnotationsOf", testReplaceAnnotationsOf},
 		{"Policies", testPolicies},
 		{"PolicyModes", testPolicyModes},
+		{"CreatePolicy", testCreatePolicy},
+		{"CreatePolicyRace", testCreatePolicyRace},
 		{"Scores", testScores},
 		{"CriteriaAndRuns", testCriteriaAndRuns},
 		{"Benchmarks", testBenchmarks},
@@ -1535,6 +1537,10 @@ func testCanceled(t *testing.T, open func(t *testing.T) store.Store) {
 			"ListPolicies":       func() error { _, err := st.ListPolicies(ctx, d.ID); return err },
 			"Policy":             func() error { _, err := st.Policy(ctx, p.ID); return err },
 			"DeletePolicy":       func() error { return st.DeletePolicy(ctx, p.ID) },
+			"CreatePolicy": func() error {
+				_, err := st.CreatePolicy(ctx, store.Policy{DatasetID: d.ID, Name: "q2", Source: "x"})
+				return err
+			},
 		}
 		for name, call := range calls {
 			wantErr(t, c.name+": "+name, call(), c.want)

@@ -1,0 +1,339 @@
+// Package sqlstore is the part of the store that is the same SQL in both
+// backends: users, API keys, sessions, datasets, policies, criteria, scores,
+// evaluation runs and benchmarks. Its statements are written once with $n
+// placeholders, which PostgreSQL takes as they are and modernc's SQLite
+// binds by number. A Querier runs them over either driver; a Dialect holds
+// what differs in spelling (how a time is stored, collation, row locks).
+// What differs in kind (COPY, the search indexes, span ingest, migrations,
+// connections) stays in the backends, as does mapping driver errors.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// Row is one result row (database/sql's *sql.Row, pgx.Row).
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Rows is a result set; Close may be called more than once.
+type Rows interface {
+	Row
+	Next() bool
+	Err() error
+	Close()
+}
+
+// Querier runs statements on a connection pool or in a transaction.
+type Querier interface {
+	// Exec runs a statement and returns how many rows it changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	QueryRow(ctx context.Context, query string, args ...any) Row
+}
+
+// SQLConn is what *sql.DB, *sql.Conn and *sql.Tx have in common.
+type SQLConn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// SQL is the Querier of a database/sql connection or transaction.
+func SQL(c SQLConn) Querier { return sqlQuerier{c} }
+
+type sqlQuerier struct{ c SQLConn }
+
+func (q sqlQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := q.c.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (q sqlQuerier) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	rows, err := q.c.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
+}
+
+func (q sqlQuerier) QueryRow(ctx context.Context, query string, args ...any) Row {
+	return q.c.QueryRowContext(ctx, query, args...)
+}
+
+// sqlRows is *sql.Rows with pgx's Close (an error closing is in Err).
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { r.Rows.Close() }
+
+// PgxConn is what pgxpool.Pool, pgx.Conn and pgx.Tx have in common.
+type PgxConn interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Pgx is the Querier of a pgx pool, connection or transaction.
+func Pgx(c PgxConn) Querier { return pgxQuerier{c} }
+
+type pgxQuerier struct{ c PgxConn }
+
+func (q pgxQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := q.c.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
+func (q pgxQuerier) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	return q.c.Query(ctx, query, args...)
+}
+
+func (q pgxQuerier) QueryRow(ctx context.Context, query string, args ...any) Row {
+	return q.c.QueryRow(ctx, query, args...)
+}
+
+// Dialect is how a backend spells what the SQL of both differs in.
+type Dialect struct {
+	// Name prefixes the backend's errors ("sqlite", "postgres").
+	Name string
+	// MicrosTime stores times as Unix microseconds (SQLite) rather than
+	// as timestamptz (PostgreSQL).
+	MicrosTime bool
+	// C follows a text column to order it by bytes (SQLite's default).
+	C string
+	// ForUpdate follows a SELECT that locks the rows it reads; SQLite has
+	// one writer and needs none.
+	ForUpdate string
+	// ForShare follows a SELECT that keeps the rows it reads from being
+	// deleted until the transaction ends.
+	ForShare string
+	// Seq is the column that orders the rows of one table by insertion
+	// among rows created in the same microsecond; AnnotationSeq orders
+	// annotations by creation.
+	Seq, AnnotationSeq string
+	// InList follows a column to match it with any of the texts of
+	// argument $2 (a List); JSONList passes lists as JSON arrays
+	// (SQLite has no array type).
+	InList   string
+	JSONList bool
+	// ExtraIs is the condition that an annotation's extra object has
+	// member $3 equal to the string $4.
+	ExtraIs string
+}
+
+// SQLite is the dialect of the SQLite backend.
+var SQLite = Dialect{Name: "sqlite", MicrosTime: true, Seq: "rowid", AnnotationSeq: "rowid",
+	ExtraIs: `json_extract(extra, '$."' || $3 || '"') = $4`, InList: `IN (SELECT value FROM json_each($2))`, JSONList: true}
+
+// Postgres is the dialect of the PostgreSQL backend.
+var Postgres = Dialect{Name: "postgres", C: ` COLLATE "C"`, ForUpdate: ` FOR UPDATE`, ForShare: ` FOR SHARE`, Seq: "id", AnnotationSeq: "seq",
+	ExtraIs: `extra IS NOT NULL AND extra::jsonb ->> $3 = $4`, InList: `= ANY($2::text[])`}
+
+// Time is a time as the dialect stores it, for a statement's argument.
+func (d *Dialect) Time(t time.Time) any {
+	if d.MicrosTime {
+		return t.UnixMicro()
+	}
+	return t.UTC()
+}
+
+// List is a list of texts as the dialect passes it.
+func (d *Dialect) List(ss []string) (any, error) {
+	if !d.JSONList {
+		return ss, nil
+	}
+	b, err := json.Marshal(ss)
+	return string(b), err
+}
+
+// Time scans a stored time of either backend (Unix microseconds or
+// timestamptz) as UTC; NULL is the zero Time, not valid.
+type Time struct {
+	T     time.Time
+	Valid bool
+}
+
+// Scan implements sql.Scanner.
+func (t *Time) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*t = Time{}
+	case int64:
+		*t = Time{storeutil.FromMicros(v), true}
+	case time.Time:
+		*t = Time{v.UTC(), true}
+	default:
+		return fmt.Errorf("a time from %T", src)
+	}
+	return nil
+}
+
+// ScanTimestamptz implements pgtype.TimestamptzScanner, which pgx prefers
+// to sql.Scanner and which does not box the value.
+func (t *Time) ScanTimestamptz(v pgtype.Timestamptz) error {
+	if !v.Valid {
+		*t = Time{}
+		return nil
+	}
+	if v.InfinityModifier != pgtype.Finite {
+		return errors.New("an infinite time")
+	}
+	*t = Time{v.Time.UTC(), true}
+	return nil
+}
+
+// NullString scans a text or uuid that may be NULL.
+type NullString struct {
+	S     string
+	Valid bool
+}
+
+// Scan implements sql.Scanner.
+func (n *NullString) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*n = NullString{}
+	case string:
+		*n = NullString{v, true}
+	case []byte:
+		*n = NullString{string(v), true}
+	default:
+		return fmt.Errorf("a string from %T", src)
+	}
+	return nil
+}
+
+// ScanText implements pgtype.TextScanner (text and uuid columns).
+func (n *NullString) ScanText(v pgtype.Text) error {
+	*n = NullString{v.String, v.Valid}
+	return nil
+}
+
+// Ptr is the time, or nil for NULL.
+func (t Time) Ptr() *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	tt := t.T
+	return &tt
+}
+
+// Store is the shared part of a backend's store; the backends embed it.
+type Store struct {
+	D Dialect
+	// R runs single reads, W single writes.
+	R, W Querier
+	// Read runs fn with one snapshot for its statements; Write runs fn in
+	// a write transaction.
+	Read, Write func(ctx context.Context, fn func(q Querier) error) error
+	// Hooks does what the backend does its own way.
+	Hooks Hooks
+	// Fail wraps a driver error with what was being done, mapping it to
+	// the store's errors (ErrNotFound, ErrConflict, ...).
+	Fail func(ctx context.Context, err error, format string, args ...any) error
+}
+
+// Hooks are the parts of shared operations a backend does its own way:
+// its search index and its bulk writes. tx is a transaction of Write.
+type Hooks interface {
+	// DeleteTrace removes a trace's search documents before the trace.
+	DeleteTrace(ctx context.Context, tx Querier, id string) error
+	// DeleteDataset readies the removal of a dataset's search documents;
+	// sweep runs once the dataset's rows are gone.
+	DeleteDataset(ctx context.Context, tx Querier, id string) (sweep func() error, err error)
+	// InsertAnnotations writes prepared annotations.
+	InsertAnnotations(ctx context.Context, tx Querier, as []store.Annotation) error
+	// InsertTraces writes new traces with their search index.
+	InsertTraces(ctx context.Context, tx Querier, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error
+	// AppendToTrace adds events and spans to the end of a stored trace,
+	// with their search index, and returns its event count after; check,
+	// when not nil, sees the trace's dataset and event count before
+	// anything is written.
+	AppendToTrace(ctx context.Context, tx Querier, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error)
+	// Indexed is told of new traces once their transaction committed.
+	Indexed(rows []storeutil.Row)
+}
+
+// SQLTx is the transaction under a Querier of SQL, else nil.
+func SQLTx(q Querier) *sql.Tx {
+	sq, _ := q.(sqlQuerier)
+	tx, _ := sq.c.(*sql.Tx)
+	return tx
+}
+
+// PgxTx is the transaction under a Querier of Pgx, else nil.
+func PgxTx(q Querier) pgx.Tx {
+	pq, _ := q.(pgxQuerier)
+	tx, _ := pq.c.(pgx.Tx)
+	return tx
+}
+
+// errorf is an error of the backend.
+func (s *Store) errorf(format string, args ...any) error {
+	return fmt.Errorf(s.D.Name+": "+format, args...)
+}
+
+// notFound is the error for an id that names nothing.
+func (s *Store) notFound(format string, args ...any) error {
+	return fmt.Errorf("%s: %s: %w", s.D.Name, fmt.Sprintf(format, args...), store.ErrNotFound)
+}
+
+// collect scans every row (a non-nil slice when there are none).
+func collect[T any](rows Rows, err error, scan func(Row) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		x, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, rows.Err()
+}
+
+// exists checks that a row of table has the id.
+func (s *Store) exists(ctx context.Context, q Querier, table, id string) error {
+	if !storeutil.ValidID(id) {
+		return s.notFound("%s %q", table, id)
+	}
+	var one int
+	if err := q.QueryRow(ctx, `SELECT 1 FROM `+table+`s WHERE id = $1`, id).Scan(&one); err != nil {
+		return s.Fail(ctx, err, "%s %s", table, id)
+	}
+	return nil
+}
+
+// NoRows reports whether err is either driver's "no rows".
+func NoRows(err error) bool {
+	return errors.Is(err, sql.ErrNoRows) || errors.Is(err, pgx.ErrNoRows)
+}
+
+// nobody is an id no row has, for a user id that is not one.
+const nobody = "00000000-0000-0000-0000-000000000000"
+
+func optText(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
