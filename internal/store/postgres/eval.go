@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -42,48 +43,19 @@ func addScores(ctx context.Context, tx pgx.Tx, scores []store.Score) ([]store.Sc
 	return out, nil
 }
 
-// AddScores stores scores atomically, each superseding the current score of
-// its target and criterion.
-func (s *Store) AddScores(ctx context.Context, scores []store.Score) ([]store.Score, error) {
-	var out []store.Score
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		var err error
-		out, err = addScores(ctx, tx, scores)
-		return err
-	})
-	if err != nil {
-		return nil, fail(ctx, err, "add scores")
-	}
-	return out, nil
-}
-
-// FinishTraces records the statuses and scores of traces of a run in one
-// transaction.
-func (s *Store) FinishTraces(ctx context.Context, runID string, results []store.TraceResult) error {
-	scores, err := s.CheckResults(runID, results)
-	if err != nil {
-		return err
-	}
-	now := storeutil.Now()
-	err = s.write(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		for _, r := range results {
-			for _, st := range r.Statuses {
-				b.Queue(`INSERT INTO eval_status (run_id, trace_id, criterion, status, error, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
-					ON CONFLICT (run_id, trace_id, criterion) DO UPDATE SET status = excluded.status, error = excluded.error, updated_at = excluded.updated_at`,
-					runID, st.TraceID, st.Criterion, st.Status, st.Error, now)
-			}
+// putStatuses records the statuses of a run's results in one pipelined
+// batch.
+func putStatuses(ctx context.Context, tx pgx.Tx, runID string, results []store.TraceResult, now time.Time) error {
+	b := &pgx.Batch{}
+	for _, r := range results {
+		for _, st := range r.Statuses {
+			b.Queue(`INSERT INTO eval_status (run_id, trace_id, criterion, status, error, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+				ON CONFLICT (run_id, trace_id, criterion) DO UPDATE SET status = excluded.status, error = excluded.error, updated_at = excluded.updated_at`,
+				runID, st.TraceID, st.Criterion, st.Status, st.Error, now)
 		}
-		if b.Len() > 0 {
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
-				return err
-			}
-		}
-		_, err := addScores(ctx, tx, scores)
-		return err
-	})
-	if err != nil {
-		return fail(ctx, err, "finish traces of run %s", runID)
 	}
-	return nil
+	if b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, b).Close()
 }

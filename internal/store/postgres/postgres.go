@@ -214,6 +214,14 @@ func (hooks) AppendToTrace(ctx context.Context, tx sqlstore.Querier, id string, 
 	return appendToTrace(ctx, sqlstore.PgxTx(tx), id, events, spans, check)
 }
 
+func (hooks) AddScores(ctx context.Context, tx sqlstore.Querier, scores []store.Score) ([]store.Score, error) {
+	return addScores(ctx, sqlstore.PgxTx(tx), scores)
+}
+
+func (hooks) PutStatuses(ctx context.Context, tx sqlstore.Querier, runID string, results []store.TraceResult, now time.Time) error {
+	return putStatuses(ctx, sqlstore.PgxTx(tx), runID, results, now)
+}
+
 // Indexed counts the new pieces toward the next ANALYZE.
 func (h hooks) Indexed(rows []storeutil.Row) {
 	var pieces int64

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
@@ -142,56 +143,29 @@ func addScoresBulk(ctx context.Context, tx *sql.Tx, scores []store.Score) ([]sto
 	return out, nil
 }
 
-// AddScores stores scores atomically, each superseding the current score of
-// its target and criterion.
-func (s *Store) AddScores(ctx context.Context, scores []store.Score) ([]store.Score, error) {
-	var out []store.Score
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		var err error
-		out, err = addScores(ctx, tx, scores)
-		return err
-	})
-	if err != nil {
-		return nil, fail(ctx, err, "add scores")
+// putStatuses records the statuses of a run's results with multi-row
+// statements.
+func putStatuses(ctx context.Context, tx *sql.Tx, runID string, results []store.TraceResult, now time.Time) error {
+	var all []store.TraceStatus
+	for _, r := range results {
+		all = append(all, r.Statuses...)
 	}
-	return out, nil
-}
-
-// FinishTraces records the statuses and scores of traces of a run in one
-// transaction.
-func (s *Store) FinishTraces(ctx context.Context, runID string, results []store.TraceResult) error {
-	scores, err := s.CheckResults(runID, results)
-	if err != nil {
-		return err
-	}
-	now := micros(storeutil.Now())
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		var all []store.TraceStatus
-		for _, r := range results {
-			all = append(all, r.Statuses...)
-		}
-		for start := 0; start < len(all); start += bulkRows {
-			chunk := all[start:min(start+bulkRows, len(all))]
-			var b strings.Builder
-			args := make([]any, 0, len(chunk)*6)
-			b.WriteString(`INSERT INTO eval_status (run_id, trace_id, criterion, status, error, updated_at) VALUES `)
-			for i, st := range chunk {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				b.WriteString("(?,?,?,?,?,?)")
-				args = append(args, runID, st.TraceID, st.Criterion, st.Status, st.Error, now)
+	for start := 0; start < len(all); start += bulkRows {
+		chunk := all[start:min(start+bulkRows, len(all))]
+		var b strings.Builder
+		args := make([]any, 0, len(chunk)*6)
+		b.WriteString(`INSERT INTO eval_status (run_id, trace_id, criterion, status, error, updated_at) VALUES `)
+		for i, st := range chunk {
+			if i > 0 {
+				b.WriteByte(',')
 			}
-			b.WriteString(` ON CONFLICT (run_id, trace_id, criterion) DO UPDATE SET status = excluded.status, error = excluded.error, updated_at = excluded.updated_at`)
-			if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
-				return err
-			}
+			b.WriteString("(?,?,?,?,?,?)")
+			args = append(args, runID, st.TraceID, st.Criterion, st.Status, st.Error, micros(now))
 		}
-		_, err := addScores(ctx, tx, scores)
-		return err
-	})
-	if err != nil {
-		return fail(ctx, err, "finish traces of run %s", runID)
+		b.WriteString(` ON CONFLICT (run_id, trace_id, criterion) DO UPDATE SET status = excluded.status, error = excluded.error, updated_at = excluded.updated_at`)
+		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -217,3 +217,11 @@ func (hooks) AppendToTrace(ctx context.Context, tx sqlstore.Querier, id string, 
 }
 
 func (hooks) Indexed([]storeutil.Row) {}
+
+func (hooks) AddScores(ctx context.Context, tx sqlstore.Querier, scores []store.Score) ([]store.Score, error) {
+	return addScores(ctx, sqlstore.SQLTx(tx), scores)
+}
+
+func (hooks) PutStatuses(ctx context.Context, tx sqlstore.Querier, runID string, results []store.TraceResult, now time.Time) error {
+	return putStatuses(ctx, sqlstore.SQLTx(tx), runID, results, now)
+}

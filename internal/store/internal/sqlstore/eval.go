@@ -8,7 +8,7 @@ import (
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 )
 
-// Scores are written per backend (AddScores, FinishTraces): SQLite with
+// Scores and statuses are written by the backends' Hooks: SQLite with
 // multi-row statements, PostgreSQL with a pipelined batch.
 
 const scoreCols = `s.id, s.trace_id, s.address, s.criterion, s.value, s.comment, s.source, s.author, s.run_id, s.extra, s.version, s.current, s.created_at`
@@ -255,22 +255,48 @@ func (s *Store) SetRunState(ctx context.Context, id, state, errMsg string) error
 	return nil
 }
 
-// CheckResults checks the statuses of results and gathers their scores,
-// for a backend's FinishTraces.
-func (s *Store) CheckResults(runID string, results []store.TraceResult) ([]store.Score, error) {
+// AddScores stores scores atomically, each superseding the current score of
+// its target and criterion.
+func (s *Store) AddScores(ctx context.Context, scores []store.Score) ([]store.Score, error) {
+	var out []store.Score
+	err := s.Write(ctx, func(tx Querier) error {
+		var err error
+		out, err = s.Hooks.AddScores(ctx, tx, scores)
+		return err
+	})
+	if err != nil {
+		return nil, s.Fail(ctx, err, "add scores")
+	}
+	return out, nil
+}
+
+// FinishTraces records the statuses and scores of traces of a run in one
+// transaction.
+func (s *Store) FinishTraces(ctx context.Context, runID string, results []store.TraceResult) error {
 	if !storeutil.ValidID(runID) {
-		return nil, s.notFound("run %q", runID)
+		return s.notFound("run %q", runID)
 	}
 	var scores []store.Score
 	for _, r := range results {
 		for _, st := range r.Statuses {
 			if err := storeutil.CheckStatus(st); err != nil {
-				return nil, s.errorf("finish traces of run %s: %w", runID, err)
+				return s.errorf("finish traces of run %s: %w", runID, err)
 			}
 		}
 		scores = append(scores, r.Scores...)
 	}
-	return scores, nil
+	now := storeutil.Now()
+	err := s.Write(ctx, func(tx Querier) error {
+		if err := s.Hooks.PutStatuses(ctx, tx, runID, results, now); err != nil {
+			return err
+		}
+		_, err := s.Hooks.AddScores(ctx, tx, scores)
+		return err
+	})
+	if err != nil {
+		return s.Fail(ctx, err, "finish traces of run %s", runID)
+	}
+	return nil
 }
 
 func scanStatus(row Row) (store.TraceStatus, error) {

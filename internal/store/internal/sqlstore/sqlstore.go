@@ -266,6 +266,10 @@ type Hooks interface {
 	// when not nil, sees the trace's dataset and event count before
 	// anything is written.
 	AppendToTrace(ctx context.Context, tx Querier, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error)
+	// AddScores inserts scores, each superseding its target's current one.
+	AddScores(ctx context.Context, tx Querier, scores []store.Score) ([]store.Score, error)
+	// PutStatuses records the statuses of a run's results.
+	PutStatuses(ctx context.Context, tx Querier, runID string, results []store.TraceResult, now time.Time) error
 	// Indexed is told of new traces once their transaction committed.
 	Indexed(rows []storeutil.Row)
 }
