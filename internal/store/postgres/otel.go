@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,99 +10,65 @@ import (
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/spanstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
-	"github.com/lookout-dev/lookout/internal/trace"
 )
 
-// The orchestration of the span writes is spanstore's; this file holds
-// PostgreSQL's statements for it, and its locks: the texts' advisory lock
-// for a transaction that writes the index, the dataset's row for one that
-// adds traces, the pending marks' rows in trace id order.
+// The orchestration of the span writes is spanstore's (Store embeds its
+// Traces); this file holds PostgreSQL's statements for it, and its locks:
+// the texts' advisory lock for a transaction that writes the index, the
+// dataset's row for one that adds traces, the pending marks' rows in trace
+// id order.
 
-// AddSpans stores OpenTelemetry spans and rebuilds their traces.
-func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup,
-	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]string, []error, error) {
-	return spanstore.Add(ctx, spanBackend{s}, ownerID, datasetID, groups, build)
+// spans is the store as spanstore uses it.
+func (s *Store) spans() spanstore.Backend {
+	return spanstore.Backend{Reader: spanReader{s.pool}, Write: s.writeSpans, NotFound: notFound, Fail: fail}
 }
 
-// AcceptSpans stores OpenTelemetry spans and marks their traces pending.
-func (s *Store) AcceptSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup) ([]string, error) {
-	return spanstore.Accept(ctx, spanBackend{s}, ownerID, datasetID, groups)
+// writeSpans runs fn in a writing transaction for spanstore.
+func (s *Store) writeSpans(ctx context.Context, fn func(spanstore.Tx) error) error {
+	return s.write(ctx, func(tx pgx.Tx) error { return fn(spanTx{spanReader{tx}, tx}) })
 }
 
-// BuildPendingSpans builds pending traces from their stored spans.
-func (s *Store) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
-	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]store.PendingBuild, error) {
-	return spanstore.BuildPending(ctx, spanBackend{s}, f, build)
-}
-
-// PendingSpanTraces counts the traces waiting to be built.
-func (s *Store) PendingSpanTraces(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM otel_pending`).Scan(&n); err != nil {
-		return 0, fail(ctx, err, "pending spans")
+// spanReader runs spanstore's queries on the pool or in a transaction.
+type spanReader struct {
+	q interface {
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	}
-	return n, nil
 }
 
-// spanBackend is the store as spanstore uses it.
-type spanBackend struct{ s *Store }
+// pgRows are pgx.Rows as spanstore reads them.
+type pgRows struct{ pgx.Rows }
 
-func (b spanBackend) Reader() spanstore.Reader { return spanReader{b.s.pool} }
-
-func (b spanBackend) Write(ctx context.Context, fn func(spanstore.Tx) error) error {
-	return b.s.write(ctx, func(tx pgx.Tx) error { return fn(spanTx{spanReader{tx}, tx}) })
+func (r pgRows) Close() error {
+	r.Rows.Close()
+	return r.Rows.Err()
 }
 
-func (spanBackend) NotFound(format string, args ...any) error { return notFound(format, args...) }
-
-func (spanBackend) Fail(ctx context.Context, err error, what string) error {
-	return fail(ctx, err, "%s", what)
-}
-
-// querier is what spanReader needs of a pool or a transaction.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
-// spanReader reads spans and pending marks for spanstore.
-type spanReader struct{ q querier }
-
-func (r spanReader) TraceOf(ctx context.Context, datasetID, otelTraceID string) (string, error) {
-	var tid string
-	err := r.q.QueryRow(ctx, `SELECT trace_id::text FROM otel_traces WHERE dataset_id = $1 AND otel_trace_id = $2`, datasetID, otelTraceID).Scan(&tid)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil
-	}
-	return tid, err
-}
-
-func (r spanReader) Spans(ctx context.Context, traceID string) (map[string][]byte, error) {
-	rows, err := r.q.Query(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = $1`, traceID)
+// query runs a query for spanstore, which reads the rows.
+func (r spanReader) query(ctx context.Context, sql string, args ...any) (spanstore.Rows, error) {
+	rows, err := r.q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	spans := map[string][]byte{}
-	for rows.Next() {
-		var id string
-		var data []byte
-		if err := rows.Scan(&id, &data); err != nil {
-			return nil, err
-		}
-		spans[id] = data
-	}
-	return spans, rows.Err()
+	return pgRows{rows}, nil
 }
 
-func (r spanReader) Pending(ctx context.Context, f store.PendingFilter) ([]spanstore.PendingTrace, error) {
+func (r spanReader) TraceOf(ctx context.Context, datasetID, otelTraceID string) (spanstore.Rows, error) {
+	return r.query(ctx, `SELECT trace_id::text FROM otel_traces WHERE dataset_id = $1 AND otel_trace_id = $2`, datasetID, otelTraceID)
+}
+
+func (r spanReader) Spans(ctx context.Context, traceID string) (spanstore.Rows, error) {
+	return r.query(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = $1`, traceID)
+}
+
+func (r spanReader) CountPending(ctx context.Context) (spanstore.Rows, error) {
+	return r.query(ctx, `SELECT count(*) FROM otel_pending`)
+}
+
+func (r spanReader) Pending(ctx context.Context, f store.PendingFilter) (spanstore.Rows, error) {
 	query := `SELECT trace_id::text, otel_trace_id, seq, fresh FROM otel_pending WHERE `
 	var args []any
 	switch {
 	case f.TraceIDs != nil:
-		if len(f.TraceIDs) == 0 {
-			return nil, nil
-		}
 		valid := make([]string, 0, len(f.TraceIDs))
 		for _, id := range f.TraceIDs {
 			if storeutil.ValidID(id) {
@@ -126,20 +91,7 @@ func (r spanReader) Pending(ctx context.Context, f store.PendingFilter) ([]spans
 	if f.Limit > 0 {
 		query += fmt.Sprintf(` LIMIT %d`, f.Limit)
 	}
-	rows, err := r.q.Query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ps []spanstore.PendingTrace
-	for rows.Next() {
-		var p spanstore.PendingTrace
-		if err := rows.Scan(&p.TraceID, &p.OTelTraceID, &p.Seq, &p.Fresh); err != nil {
-			return nil, err
-		}
-		ps = append(ps, p)
-	}
-	return ps, rows.Err()
+	return r.query(ctx, query, args...)
 }
 
 // spanTx writes spans and traces for spanstore.
@@ -150,16 +102,9 @@ type spanTx struct {
 
 func (t spanTx) LockIndex(ctx context.Context) error { return lockTexts(ctx, t.tx, true) }
 
-// NextIndex takes the dataset's row FOR UPDATE: requests into one dataset
-// take turns, so that the first spans of a trace sent twice at once make
-// one trace.
-func (t spanTx) NextIndex(ctx context.Context, datasetID string) (int64, error) {
-	var next int64
-	err := t.tx.QueryRow(ctx, `SELECT next_index FROM datasets WHERE id = $1 FOR UPDATE`, datasetID).Scan(&next)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, notFound("dataset %s", datasetID)
-	}
-	return next, err
+// NextIndex takes the dataset's row FOR UPDATE.
+func (t spanTx) NextIndex(ctx context.Context, datasetID string) (spanstore.Rows, error) {
+	return t.query(ctx, `SELECT next_index FROM datasets WHERE id = $1 FOR UPDATE`, datasetID)
 }
 
 func (t spanTx) InsertTrace(ctx context.Context, ownerID, datasetID, otelTraceID string, r *storeutil.Row, idx int64, now time.Time) error {
@@ -209,22 +154,8 @@ func (t spanTx) Unmark(ctx context.Context, traceID string) error {
 
 // LockMarks locks the marks in trace id order, as AcceptSpans takes them:
 // a build waits for a request marking its traces, and never in a cycle.
-func (t spanTx) LockMarks(ctx context.Context, ids []string) (map[string]int64, error) {
-	rows, err := t.tx.Query(ctx, `SELECT trace_id::text, seq FROM otel_pending WHERE trace_id = ANY($1::uuid[]) ORDER BY trace_id FOR UPDATE`, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	seqs := map[string]int64{}
-	for rows.Next() {
-		var id string
-		var seq int64
-		if err := rows.Scan(&id, &seq); err != nil {
-			return nil, err
-		}
-		seqs[id] = seq
-	}
-	return seqs, rows.Err()
+func (t spanTx) LockMarks(ctx context.Context, ids []string) (spanstore.Rows, error) {
+	return t.query(ctx, `SELECT trace_id::text, seq FROM otel_pending WHERE trace_id = ANY($1::uuid[]) ORDER BY trace_id FOR UPDATE`, ids)
 }
 
 // WriteIndex deletes the old index rows of the traces that had some, writes

@@ -22,6 +22,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/spanstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 )
 
@@ -33,6 +34,8 @@ const keyUseEvery = time.Minute
 
 // Store is a PostgreSQL store. It implements store.Store.
 type Store struct {
+	// store.SpanTraces, over s.spans() (otel.go)
+	spanstore.Traces
 	pool *pgxpool.Pool
 	an   analyzer
 }
@@ -62,6 +65,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool}
+	s.Traces = spanstore.New(s.spans())
 	if err := s.ensureIndex(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: search index: %w", err)

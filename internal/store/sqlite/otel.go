@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,102 +10,58 @@ import (
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/spanstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
-	"github.com/lookout-dev/lookout/internal/trace"
 )
 
-// The orchestration of the span writes is spanstore's; this file holds
-// SQLite's statements for it. SQLite has one writer connection, so the
-// writes need no row locks.
+// The orchestration of the span writes is spanstore's (Store embeds its
+// Traces); this file holds SQLite's statements for it. SQLite has one
+// writer connection, so the writes need no row locks.
 
-// AddSpans stores OpenTelemetry spans and rebuilds their traces.
-func (s *Store) AddSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup,
-	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]string, []error, error) {
-	return spanstore.Add(ctx, spanBackend{s}, ownerID, datasetID, groups, build)
+// spans is the store as spanstore uses it.
+func (s *Store) spans() spanstore.Backend {
+	return spanstore.Backend{Reader: spanReader{s.r}, Write: s.writeSpans, NotFound: notFound, Fail: fail}
 }
 
-// AcceptSpans stores OpenTelemetry spans and marks their traces pending.
-func (s *Store) AcceptSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup) ([]string, error) {
-	return spanstore.Accept(ctx, spanBackend{s}, ownerID, datasetID, groups)
+// writeSpans runs fn in a writing transaction for spanstore.
+func (s *Store) writeSpans(ctx context.Context, fn func(spanstore.Tx) error) error {
+	return s.write(ctx, func(tx *sql.Tx) error { return fn(spanTx{spanReader{tx}, tx}) })
 }
 
-// BuildPendingSpans builds pending traces from their stored spans.
-func (s *Store) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
-	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]store.PendingBuild, error) {
-	return spanstore.BuildPending(ctx, spanBackend{s}, f, build)
-}
-
-// PendingSpanTraces counts the traces waiting to be built.
-func (s *Store) PendingSpanTraces(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM otel_pending`).Scan(&n); err != nil {
-		return 0, fail(ctx, err, "pending spans")
+// spanReader runs spanstore's queries on the pool or in a transaction.
+type spanReader struct {
+	q interface {
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	}
-	return n, nil
 }
 
-// spanBackend is the store as spanstore uses it.
-type spanBackend struct{ s *Store }
-
-func (b spanBackend) Reader() spanstore.Reader { return spanReader{b.s.r} }
-
-func (b spanBackend) Write(ctx context.Context, fn func(spanstore.Tx) error) error {
-	return b.s.write(ctx, func(tx *sql.Tx) error { return fn(spanTx{spanReader{tx}, tx}) })
-}
-
-func (spanBackend) NotFound(format string, args ...any) error { return notFound(format, args...) }
-
-func (spanBackend) Fail(ctx context.Context, err error, what string) error {
-	return fail(ctx, err, "%s", what)
-}
-
-// querier is what spanReader needs of a connection pool or transaction.
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// spanReader reads spans and pending marks for spanstore.
-type spanReader struct{ q querier }
-
-func (r spanReader) TraceOf(ctx context.Context, datasetID, otelTraceID string) (string, error) {
-	var tid string
-	err := r.q.QueryRowContext(ctx, `SELECT trace_id FROM otel_traces WHERE dataset_id = ? AND otel_trace_id = ?`, datasetID, otelTraceID).Scan(&tid)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	return tid, err
-}
-
-func (r spanReader) Spans(ctx context.Context, traceID string) (map[string][]byte, error) {
-	spans := map[string][]byte{}
-	rows, err := r.q.QueryContext(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = ?`, traceID)
+// query runs a query for spanstore, which reads the rows.
+func (r spanReader) query(ctx context.Context, query string, args ...any) (spanstore.Rows, error) {
+	rows, err := r.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var data []byte
-		if err := rows.Scan(&id, &data); err != nil {
-			return nil, err
-		}
-		spans[id] = data
-	}
-	return spans, rows.Err()
+	return rows, nil
 }
 
-func (r spanReader) Pending(ctx context.Context, f store.PendingFilter) ([]spanstore.PendingTrace, error) {
+func (r spanReader) TraceOf(ctx context.Context, datasetID, otelTraceID string) (spanstore.Rows, error) {
+	return r.query(ctx, `SELECT trace_id FROM otel_traces WHERE dataset_id = ? AND otel_trace_id = ?`, datasetID, otelTraceID)
+}
+
+func (r spanReader) Spans(ctx context.Context, traceID string) (spanstore.Rows, error) {
+	return r.query(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = ?`, traceID)
+}
+
+func (r spanReader) CountPending(ctx context.Context) (spanstore.Rows, error) {
+	return r.query(ctx, `SELECT count(*) FROM otel_pending`)
+}
+
+func (r spanReader) Pending(ctx context.Context, f store.PendingFilter) (spanstore.Rows, error) {
 	query := `SELECT trace_id, otel_trace_id, seq, fresh FROM otel_pending WHERE `
 	var args []any
 	switch {
 	case f.TraceIDs != nil:
-		if len(f.TraceIDs) == 0 {
-			return nil, nil
-		}
-		query += `trace_id IN (?` + strings.Repeat(", ?", len(f.TraceIDs)-1) + `)`
-		for _, id := range f.TraceIDs {
-			args = append(args, id)
-		}
+		var in string
+		in, args = inList(f.TraceIDs)
+		query += `trace_id IN ` + in
 	case f.DatasetID != "":
 		query += `dataset_id = ?`
 		args = append(args, f.DatasetID)
@@ -118,20 +73,16 @@ func (r spanReader) Pending(ctx context.Context, f store.PendingFilter) ([]spans
 	if f.Limit > 0 {
 		query += fmt.Sprintf(` LIMIT %d`, f.Limit)
 	}
-	rows, err := r.q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
+	return r.query(ctx, query, args...)
+}
+
+// inList is a list of ids as an IN list, "(?, ?)", and its arguments.
+func inList(ids []string) (string, []any) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
 	}
-	defer rows.Close()
-	var ps []spanstore.PendingTrace
-	for rows.Next() {
-		var p spanstore.PendingTrace
-		if err := rows.Scan(&p.TraceID, &p.OTelTraceID, &p.Seq, &p.Fresh); err != nil {
-			return nil, err
-		}
-		ps = append(ps, p)
-	}
-	return ps, rows.Err()
+	return `(?` + strings.Repeat(", ?", len(ids)-1) + `)`, args
 }
 
 // spanTx writes spans and traces for spanstore.
@@ -143,13 +94,8 @@ type spanTx struct {
 // LockIndex: the writer connection is the lock.
 func (spanTx) LockIndex(context.Context) error { return nil }
 
-func (t spanTx) NextIndex(ctx context.Context, datasetID string) (int64, error) {
-	var next int64
-	err := t.tx.QueryRowContext(ctx, `SELECT next_index FROM datasets WHERE id = ?`, datasetID).Scan(&next)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, notFound("dataset %s", datasetID)
-	}
-	return next, err
+func (t spanTx) NextIndex(ctx context.Context, datasetID string) (spanstore.Rows, error) {
+	return t.query(ctx, `SELECT next_index FROM datasets WHERE id = ?`, datasetID)
 }
 
 func (t spanTx) InsertTrace(ctx context.Context, ownerID, datasetID, otelTraceID string, r *storeutil.Row, idx int64, now time.Time) error {
@@ -207,16 +153,9 @@ func (t spanTx) Unmark(ctx context.Context, traceID string) error {
 	return err
 }
 
-func (t spanTx) LockMarks(ctx context.Context, ids []string) (map[string]int64, error) {
-	ps, err := t.Pending(ctx, store.PendingFilter{TraceIDs: ids})
-	if err != nil {
-		return nil, err
-	}
-	seqs := make(map[string]int64, len(ps))
-	for _, p := range ps {
-		seqs[p.TraceID] = p.Seq
-	}
-	return seqs, nil
+func (t spanTx) LockMarks(ctx context.Context, ids []string) (spanstore.Rows, error) {
+	in, args := inList(ids)
+	return t.query(ctx, `SELECT trace_id, seq FROM otel_pending WHERE trace_id IN `+in, args...)
 }
 
 // WriteIndex writes the new traces' documents first: writeDocs diffs only

@@ -22,6 +22,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/spanstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 )
 
@@ -38,6 +39,8 @@ const keyUseEvery = time.Minute
 
 // Store is a SQLite store. It implements store.Store.
 type Store struct {
+	// store.SpanTraces, over s.spans() (otel.go)
+	spanstore.Traces
 	w *sql.DB // one connection: all writes, serialized
 	r *sql.DB // read-only connections
 }
@@ -89,6 +92,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
 	s := &Store{w: w, r: r}
+	s.Traces = spanstore.New(s.spans())
 	if err := s.ensureIndex(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %s: search index: %w", path, err)

@@ -1,8 +1,8 @@
 // Package spanstore is store.SpanTraces written once for both backends:
 // what is read and built before the writing transaction, what is read
 // again and rebuilt inside it when it changed meanwhile, and in what order
-// rows are written and locked. A backend supplies its SQL through Backend,
-// Reader and Tx.
+// rows are written and locked. A backend supplies its statements and locks
+// through Backend, Reader and Tx, and embeds Traces in its store.
 package spanstore
 
 import (
@@ -18,29 +18,41 @@ import (
 )
 
 // Backend is what the span ingest needs of a store backend.
-type Backend interface {
+type Backend struct {
 	// Reader reads outside any transaction (the pool).
-	Reader() Reader
+	Reader Reader
 	// Write runs fn in a writing transaction, committed when fn succeeds.
-	Write(ctx context.Context, fn func(Tx) error) error
+	Write func(ctx context.Context, fn func(Tx) error) error
 	// NotFound is the backend's error for an id that names nothing.
-	NotFound(format string, args ...any) error
+	NotFound func(format string, args ...any) error
 	// Fail wraps err with what was being done, mapping it to the store's
 	// errors.
-	Fail(ctx context.Context, err error, what string) error
+	Fail func(ctx context.Context, err error, format string, args ...any) error
 }
 
-// Reader reads spans and pending marks, on the pool or in a transaction.
+// Rows are the rows of a query, as *sql.Rows gives them (pgx.Rows with
+// a Close that returns Err).
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// Reader runs the queries of spans and pending marks, on the pool or in a
+// transaction; spanstore reads and closes the rows.
 type Reader interface {
-	// TraceOf returns the trace stored for an OpenTelemetry trace in a
-	// dataset, "" for none.
-	TraceOf(ctx context.Context, datasetID, otelTraceID string) (string, error)
-	// Spans returns the spans stored for a trace by span id (empty, not
-	// nil, for none).
-	Spans(ctx context.Context, traceID string) (map[string][]byte, error)
-	// Pending returns the pending traces f selects, those pending longest
-	// first, without their spans.
-	Pending(ctx context.Context, f store.PendingFilter) ([]PendingTrace, error)
+	// TraceOf selects the trace_id stored for an OpenTelemetry trace in a
+	// dataset (no row for none).
+	TraceOf(ctx context.Context, datasetID, otelTraceID string) (Rows, error)
+	// Spans selects the span_id and data of a trace's spans.
+	Spans(ctx context.Context, traceID string) (Rows, error)
+	// Pending selects the trace_id, otel_trace_id, seq and fresh of the
+	// pending traces f selects, those pending longest first; nil Rows when
+	// f can select none.
+	Pending(ctx context.Context, f store.PendingFilter) (Rows, error)
+	// CountPending selects the number of pending traces.
+	CountPending(ctx context.Context) (Rows, error)
 }
 
 // Tx is a backend's writing transaction.
@@ -50,10 +62,10 @@ type Tx interface {
 	// index, before any row lock, so that such writers never wait for each
 	// other in a cycle (a no-op where the writer is one connection).
 	LockIndex(ctx context.Context) error
-	// NextIndex returns a dataset's next trace index, locking the dataset
-	// so that requests into it take turns (the first spans of a trace sent
-	// twice at once make one trace); NotFound when there is no dataset.
-	NextIndex(ctx context.Context, datasetID string) (int64, error)
+	// NextIndex selects a dataset's next_index, locking the dataset so
+	// that requests into it take turns (the first spans of a trace sent
+	// twice at once make one trace).
+	NextIndex(ctx context.Context, datasetID string) (Rows, error)
 	// InsertTrace stores the row of an OpenTelemetry trace seen for the
 	// first time, with index idx, and links the two.
 	InsertTrace(ctx context.Context, ownerID, datasetID, otelTraceID string, r *storeutil.Row, idx int64, now time.Time) error
@@ -67,16 +79,49 @@ type Tx interface {
 	Mark(ctx context.Context, traceID, datasetID, otelTraceID string, now time.Time, fresh bool) error
 	// Unmark clears a trace's pending mark.
 	Unmark(ctx context.Context, traceID string) error
-	// LockMarks returns the sequence numbers of the marks of those of ids
+	// LockMarks selects the trace_id and seq of the marks of those of ids
 	// that are pending, locking them in trace id order (as Accept takes
 	// them).
-	LockMarks(ctx context.Context, ids []string) (map[string]int64, error)
+	LockMarks(ctx context.Context, ids []string) (Rows, error)
 	// WriteIndex writes the index documents of the traces, those that had
 	// rows replacing them, in one go.
 	WriteIndex(ctx context.Context, docs []Doc) error
 	// Pushed records spans pushed into a dataset: its next index, created
 	// traces more, and the time.
 	Pushed(ctx context.Context, datasetID string, next int64, created int, now time.Time) error
+}
+
+// Traces is store.SpanTraces over a Backend, for a backend's store to
+// embed.
+type Traces struct{ b *Backend }
+
+// New returns the span traces of a backend.
+func New(b Backend) Traces { return Traces{&b} }
+
+// AddSpans is store.SpanTraces.AddSpans.
+func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup,
+	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]string, []error, error) {
+	return add(ctx, t.b, ownerID, datasetID, groups, build)
+}
+
+// AcceptSpans is store.SpanTraces.AcceptSpans.
+func (t Traces) AcceptSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup) ([]string, error) {
+	return accept(ctx, t.b, ownerID, datasetID, groups)
+}
+
+// BuildPendingSpans is store.SpanTraces.BuildPendingSpans.
+func (t Traces) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
+	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]store.PendingBuild, error) {
+	return buildPendingSpans(ctx, t.b, f, build)
+}
+
+// PendingSpanTraces is store.SpanTraces.PendingSpanTraces.
+func (t Traces) PendingSpanTraces(ctx context.Context) (int64, error) {
+	n, _, err := scanOne[int64](t.b.Reader.CountPending(ctx))
+	if err != nil {
+		return 0, t.b.Fail(ctx, err, "pending spans")
+	}
+	return n, nil
 }
 
 // Doc is the new index document of a trace.
@@ -86,8 +131,7 @@ type Doc struct {
 	Fresh bool // the trace has no index rows yet
 }
 
-// Add is store.SpanTraces.AddSpans.
-func Add(ctx context.Context, b Backend, ownerID, datasetID string, groups []store.SpanGroup,
+func add(ctx context.Context, b *Backend, ownerID, datasetID string, groups []store.SpanGroup,
 	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]string, []error, error) {
 	if !storeutil.ValidID(ownerID) {
 		return nil, nil, b.NotFound("add spans: owner %q", ownerID)
@@ -101,7 +145,7 @@ func Add(ctx context.Context, b Backend, ownerID, datasetID string, groups []sto
 	// dataset's lock), so that other requests write meanwhile; in the
 	// transaction, a group whose stored spans changed since is rebuilt
 	// again.
-	tids, stored, err := readSpanGroups(ctx, b.Reader(), datasetID, groups)
+	tids, stored, err := readSpanGroups(ctx, b.Reader, datasetID, groups)
 	if err != nil {
 		return nil, nil, b.Fail(ctx, err, "add spans")
 	}
@@ -111,7 +155,7 @@ func Add(ctx context.Context, b Backend, ownerID, datasetID string, groups []sto
 		if err := tx.LockIndex(ctx); err != nil {
 			return err
 		}
-		next, err := tx.NextIndex(ctx, datasetID)
+		next, err := nextIndex(ctx, tx, b, datasetID)
 		if err != nil {
 			return err
 		}
@@ -179,21 +223,20 @@ func readSpanGroups(ctx context.Context, q Reader, datasetID string, groups []st
 	stored := make([]map[string][]byte, len(groups))
 	for i, g := range groups {
 		var err error
-		if tids[i], err = q.TraceOf(ctx, datasetID, g.OTelTraceID); err != nil {
+		if tids[i], _, err = scanOne[string](q.TraceOf(ctx, datasetID, g.OTelTraceID)); err != nil {
 			return nil, nil, err
 		}
 		if tids[i] == "" {
 			continue
 		}
-		if stored[i], err = q.Spans(ctx, tids[i]); err != nil {
+		if stored[i], err = readSpans(ctx, q, tids[i]); err != nil {
 			return nil, nil, err
 		}
 	}
 	return tids, stored, nil
 }
 
-// Accept is store.SpanTraces.AcceptSpans.
-func Accept(ctx context.Context, b Backend, ownerID, datasetID string, groups []store.SpanGroup) ([]string, error) {
+func accept(ctx context.Context, b *Backend, ownerID, datasetID string, groups []store.SpanGroup) ([]string, error) {
 	if !storeutil.ValidID(ownerID) {
 		return nil, b.NotFound("accept spans: owner %q", ownerID)
 	}
@@ -203,7 +246,7 @@ func Accept(ctx context.Context, b Backend, ownerID, datasetID string, groups []
 	ids := make([]string, len(groups))
 	now := storeutil.Now()
 	err := b.Write(ctx, func(tx Tx) error {
-		next, err := tx.NextIndex(ctx, datasetID)
+		next, err := nextIndex(ctx, tx, b, datasetID)
 		if err != nil {
 			return err
 		}
@@ -214,7 +257,7 @@ func Accept(ctx context.Context, b Backend, ownerID, datasetID string, groups []
 		}
 		var marks []mark
 		for i, g := range groups {
-			tid, err := tx.TraceOf(ctx, datasetID, g.OTelTraceID)
+			tid, _, err := scanOne[string](tx.TraceOf(ctx, datasetID, g.OTelTraceID))
 			if err != nil {
 				return err
 			}
@@ -256,13 +299,12 @@ func Accept(ctx context.Context, b Backend, ownerID, datasetID string, groups []
 	return ids, nil
 }
 
-// BuildPending is store.SpanTraces.BuildPendingSpans.
-func BuildPending(ctx context.Context, b Backend, f store.PendingFilter,
+func buildPendingSpans(ctx context.Context, b *Backend, f store.PendingFilter,
 	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]store.PendingBuild, error) {
 	// Read and build before the writing transaction, so that requests keep
 	// writing meanwhile; in it, a trace whose mark moved on since is read
 	// and built again.
-	ps, err := readPending(ctx, b.Reader(), f)
+	ps, err := readPending(ctx, b.Reader, f)
 	if err != nil {
 		return nil, b.Fail(ctx, err, "build pending spans")
 	}
@@ -281,11 +323,11 @@ func BuildPending(ctx context.Context, b Backend, f store.PendingFilter,
 		for i, p := range ps {
 			ids[i] = p.TraceID
 		}
-		seqs, err := tx.LockMarks(ctx, ids)
+		seqs, err := scanSeqs(tx.LockMarks(ctx, ids))
 		if err != nil {
 			return err
 		}
-		read := func(id string) (map[string][]byte, error) { return tx.Spans(ctx, id) }
+		read := func(id string) (map[string][]byte, error) { return readSpans(ctx, tx, id) }
 		if err := rebuildMoved(ps, built, seqs, read, build, now); err != nil {
 			return err
 		}
@@ -318,14 +360,101 @@ func BuildPending(ctx context.Context, b Backend, f store.PendingFilter,
 
 // readPending reads the pending traces f selects with their spans.
 func readPending(ctx context.Context, q Reader, f store.PendingFilter) ([]PendingTrace, error) {
-	ps, err := q.Pending(ctx, f)
-	if err != nil {
+	if f.TraceIDs != nil && len(f.TraceIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := q.Pending(ctx, f)
+	if err != nil || rows == nil {
+		return nil, err
+	}
+	var ps []PendingTrace
+	for rows.Next() {
+		var p PendingTrace
+		if err := rows.Scan(&p.TraceID, &p.OTelTraceID, &p.Seq, &p.Fresh); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	if err := done(rows); err != nil {
 		return nil, err
 	}
 	for i := range ps {
-		if ps[i].Spans, err = q.Spans(ctx, ps[i].TraceID); err != nil {
+		if ps[i].Spans, err = readSpans(ctx, q, ps[i].TraceID); err != nil {
 			return nil, err
 		}
 	}
 	return ps, nil
+}
+
+// readSpans reads the spans stored for a trace by span id (empty, not nil,
+// for none).
+func readSpans(ctx context.Context, q Reader, traceID string) (map[string][]byte, error) {
+	rows, err := q.Spans(ctx, traceID)
+	if err != nil {
+		return nil, err
+	}
+	spans := map[string][]byte{}
+	for rows.Next() {
+		var id string
+		var data []byte
+		if err := rows.Scan(&id, &data); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		spans[id] = data
+	}
+	return spans, done(rows)
+}
+
+// scanSeqs reads the rows of LockMarks.
+func scanSeqs(rows Rows, err error) (map[string]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	seqs := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		seqs[id] = seq
+	}
+	return seqs, done(rows)
+}
+
+// nextIndex reads a dataset's next index in tx, locking the dataset.
+func nextIndex(ctx context.Context, tx Tx, b *Backend, datasetID string) (int64, error) {
+	next, ok, err := scanOne[int64](tx.NextIndex(ctx, datasetID))
+	if err == nil && !ok {
+		err = b.NotFound("dataset %s", datasetID)
+	}
+	return next, err
+}
+
+// scanOne reads the one column of the first row, if any (ok).
+func scanOne[T any](rows Rows, err error) (v T, ok bool, _ error) {
+	if err != nil {
+		return v, false, err
+	}
+	if rows.Next() {
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return v, false, err
+		}
+		ok = true
+	}
+	return v, ok, done(rows)
+}
+
+// done closes rows read and returns the first error of reading them
+// (pgx sets Err only once the rows are closed).
+func done(rows Rows) error {
+	cerr := rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return cerr
 }
