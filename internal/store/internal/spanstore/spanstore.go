@@ -98,23 +98,6 @@ type Traces struct{ b *Backend }
 // New returns the span traces of a backend.
 func New(b Backend) Traces { return Traces{&b} }
 
-// AddSpans is store.SpanTraces.AddSpans.
-func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup,
-	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]string, []error, error) {
-	return add(ctx, t.b, ownerID, datasetID, groups, build)
-}
-
-// AcceptSpans is store.SpanTraces.AcceptSpans.
-func (t Traces) AcceptSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup) ([]string, error) {
-	return accept(ctx, t.b, ownerID, datasetID, groups)
-}
-
-// BuildPendingSpans is store.SpanTraces.BuildPendingSpans.
-func (t Traces) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
-	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]store.PendingBuild, error) {
-	return buildPendingSpans(ctx, t.b, f, build)
-}
-
 // PendingSpanTraces is store.SpanTraces.PendingSpanTraces.
 func (t Traces) PendingSpanTraces(ctx context.Context) (int64, error) {
 	n, _, err := scanOne[int64](t.b.Reader.CountPending(ctx))
@@ -131,8 +114,10 @@ type Doc struct {
 	Fresh bool // the trace has no index rows yet
 }
 
-func add(ctx context.Context, b *Backend, ownerID, datasetID string, groups []store.SpanGroup,
+// AddSpans is store.SpanTraces.AddSpans.
+func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup,
 	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]string, []error, error) {
+	b := t.b
 	if !storeutil.ValidID(ownerID) {
 		return nil, nil, b.NotFound("add spans: owner %q", ownerID)
 	}
@@ -236,7 +221,9 @@ func readSpanGroups(ctx context.Context, q Reader, datasetID string, groups []st
 	return tids, stored, nil
 }
 
-func accept(ctx context.Context, b *Backend, ownerID, datasetID string, groups []store.SpanGroup) ([]string, error) {
+// AcceptSpans is store.SpanTraces.AcceptSpans.
+func (t Traces) AcceptSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup) ([]string, error) {
+	b := t.b
 	if !storeutil.ValidID(ownerID) {
 		return nil, b.NotFound("accept spans: owner %q", ownerID)
 	}
@@ -299,8 +286,10 @@ func accept(ctx context.Context, b *Backend, ownerID, datasetID string, groups [
 	return ids, nil
 }
 
-func buildPendingSpans(ctx context.Context, b *Backend, f store.PendingFilter,
+// BuildPendingSpans is store.SpanTraces.BuildPendingSpans.
+func (t Traces) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
 	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]store.PendingBuild, error) {
+	b := t.b
 	// Read and build before the writing transaction, so that requests keep
 	// writing meanwhile; in it, a trace whose mark moved on since is read
 	// and built again.
