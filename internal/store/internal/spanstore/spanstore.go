@@ -80,7 +80,7 @@ type Tx interface {
 	// Unmark clears a trace's pending mark.
 	Unmark(ctx context.Context, traceID string) error
 	// LockMarks selects the trace_id and seq of the marks of those of ids
-	// that are pending, locking them in trace id order (as Accept takes
+	// that are pending, locking them in trace id order (as AcceptSpans takes
 	// them).
 	LockMarks(ctx context.Context, ids []string) (Rows, error)
 	// WriteIndex writes the index documents of the traces, those that had
@@ -173,7 +173,7 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 			if err := tx.UpsertSpans(ctx, tid, bt.Write); err != nil {
 				return err
 			}
-			// Built from all its spans: a mark Accept left is met.
+			// Built from all its spans: a mark AcceptSpans left is met.
 			if err := tx.Unmark(ctx, tid); err != nil {
 				return err
 			}
@@ -267,7 +267,7 @@ func (t Traces) AcceptSpans(ctx context.Context, ownerID, datasetID string, grou
 			marks = append(marks, mark{tid, g.OTelTraceID, fresh})
 			ids[i] = tid
 		}
-		// Marks are taken in trace id order, as BuildPending takes them, so
+		// Marks are taken in trace id order, as BuildPendingSpans takes them, so
 		// that the two never wait for each other in a cycle.
 		slices.SortFunc(marks, func(a, b mark) int { return strings.Compare(a.tid, b.tid) })
 		for _, m := range marks {
