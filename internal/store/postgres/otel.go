@@ -18,11 +18,6 @@ import (
 // dataset's row for one that adds traces, the pending marks' rows in trace
 // id order.
 
-// spans is the store as spanstore uses it.
-func (s *Store) spans() spanstore.Backend {
-	return spanstore.Backend{Reader: spanReader{s.pool}, Write: s.writeSpans, NotFound: notFound, Fail: fail}
-}
-
 // writeSpans runs fn in a writing transaction for spanstore.
 func (s *Store) writeSpans(ctx context.Context, fn func(spanstore.Tx) error) error {
 	return s.write(ctx, func(tx pgx.Tx) error { return fn(spanTx{spanReader{tx}, tx}) })

@@ -34,7 +34,7 @@ const keyUseEvery = time.Minute
 
 // Store is a PostgreSQL store. It implements store.Store.
 type Store struct {
-	// store.SpanTraces, over s.spans() (otel.go)
+	// store.SpanTraces, over the statements of otel.go
 	spanstore.Traces
 	pool *pgxpool.Pool
 	an   analyzer
@@ -65,7 +65,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool}
-	s.Traces = spanstore.New(s.spans())
+	s.Traces = spanstore.New(spanstore.Backend{Reader: spanReader{s.pool}, Write: s.writeSpans, NotFound: notFound, Fail: fail})
 	if err := s.ensureIndex(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: search index: %w", err)

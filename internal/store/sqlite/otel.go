@@ -16,11 +16,6 @@ import (
 // Traces); this file holds SQLite's statements for it. SQLite has one
 // writer connection, so the writes need no row locks.
 
-// spans is the store as spanstore uses it.
-func (s *Store) spans() spanstore.Backend {
-	return spanstore.Backend{Reader: spanReader{s.r}, Write: s.writeSpans, NotFound: notFound, Fail: fail}
-}
-
 // writeSpans runs fn in a writing transaction for spanstore.
 func (s *Store) writeSpans(ctx context.Context, fn func(spanstore.Tx) error) error {
 	return s.write(ctx, func(tx *sql.Tx) error { return fn(spanTx{spanReader{tx}, tx}) })

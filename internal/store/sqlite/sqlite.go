@@ -39,7 +39,7 @@ const keyUseEvery = time.Minute
 
 // Store is a SQLite store. It implements store.Store.
 type Store struct {
-	// store.SpanTraces, over s.spans() (otel.go)
+	// store.SpanTraces, over the statements of otel.go
 	spanstore.Traces
 	w *sql.DB // one connection: all writes, serialized
 	r *sql.DB // read-only connections
@@ -92,7 +92,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
 	s := &Store{w: w, r: r}
-	s.Traces = spanstore.New(s.spans())
+	s.Traces = spanstore.New(spanstore.Backend{Reader: spanReader{s.r}, Write: s.writeSpans, NotFound: notFound, Fail: fail})
 	if err := s.ensureIndex(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %s: search index: %w", path, err)
