@@ -76,13 +76,12 @@ type Server struct {
 	hasUsers   atomic.Bool // once a user exists local mode is over for good
 	reads      traceReads  // shares concurrent reads of one trace
 	live       liveHub     // listeners of changing traces
-	builder    spanBuilder // builds traces whose spans were accepted (spans.go)
 	gw         *gatewayState
 	mcpOnce    sync.Once
 	mcp        *mcp.HTTPProxy // the MCP proxy (gateway_mcp.go), made on first use
 
-	spanQuiet, spanMaxDelay time.Duration
-	spanBacklog             int64
+	builder     *spanBuilder // builds traces whose spans were accepted (spans.go)
+	spanBacklog int64
 
 	llm             *eval.LLM
 	evalConcurrency int
@@ -116,13 +115,8 @@ func New(cfg Config) *Server {
 	if s.sessionTTL <= 0 {
 		s.sessionTTL = 30 * 24 * time.Hour
 	}
-	s.spanQuiet, s.spanMaxDelay, s.spanBacklog = cfg.SpanQuiet, cfg.SpanMaxDelay, cfg.SpanBacklog
-	if s.spanQuiet <= 0 {
-		s.spanQuiet = 250 * time.Millisecond
-	}
-	if s.spanMaxDelay <= 0 {
-		s.spanMaxDelay = 2 * time.Second
-	}
+	s.builder = newSpanBuilder(cfg.Store, cfg.SpanQuiet, cfg.SpanMaxDelay, s.log, s.traceChanged)
+	s.spanBacklog = cfg.SpanBacklog
 	if s.spanBacklog <= 0 {
 		s.spanBacklog = 20000
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/trace"
 )
 
 // Building traces from spans (this file). A request of spans (OTLP over
@@ -25,44 +26,76 @@ import (
 // of spans wait for.
 const spanBuildBatch = 16
 
-// spanBuilder is the background loop that builds pending traces.
+// pendingSpans is what building traces from spans needs of the store.
+type pendingSpans interface {
+	BuildPendingSpans(ctx context.Context, f store.PendingFilter,
+		build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]store.PendingBuild, error)
+	PendingSpanTraces(ctx context.Context) (int64, error)
+}
+
+// spanBuilder builds pending traces: in a background loop once started,
+// and at once for a read (settle).
 type spanBuilder struct {
+	st              pendingSpans
+	quiet, maxDelay time.Duration
+	log             *slog.Logger
+	changed         func(ids ...string) // told the traces built
+
 	once    sync.Once
 	stop    context.CancelFunc
 	done    chan struct{}
 	backlog atomic.Int64 // pending traces when last counted
 }
 
+// newSpanBuilder returns a builder over st, not started; quiet and
+// maxDelay are Config.SpanQuiet and Config.SpanMaxDelay (0: their
+// defaults).
+func newSpanBuilder(st pendingSpans, quiet, maxDelay time.Duration, log *slog.Logger, changed func(ids ...string)) *spanBuilder {
+	if quiet <= 0 {
+		quiet = 250 * time.Millisecond
+	}
+	if maxDelay <= 0 {
+		maxDelay = 2 * time.Second
+	}
+	return &spanBuilder{st: st, quiet: quiet, maxDelay: maxDelay, log: log, changed: changed}
+}
+
 // StartSpanBuilder starts building pending traces in the background,
 // those an earlier server left included; a request of spans starts it too.
 // Once only.
-func (s *Server) StartSpanBuilder() {
-	s.builder.once.Do(func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		s.builder.stop = cancel
-		s.builder.done = make(chan struct{})
-		go s.buildLoop(ctx)
-	})
-}
+func (s *Server) StartSpanBuilder() { s.builder.start() }
 
 // Close writes the gateway's queued calls and stops building pending
 // traces; those left stay marked in the store for the next server. Safe to
 // call more than once, or never.
 func (s *Server) Close() {
 	s.closeGateway()
-	s.builder.once.Do(func() {}) // no loop may start after this
-	if s.builder.stop != nil {
-		s.builder.stop()
-		<-s.builder.done
+	s.builder.close()
+}
+
+func (b *spanBuilder) start() {
+	b.once.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		b.stop = cancel
+		b.done = make(chan struct{})
+		go b.loop(ctx)
+	})
+}
+
+func (b *spanBuilder) close() {
+	b.once.Do(func() {}) // no loop may start after this
+	if b.stop != nil {
+		b.stop()
+		<-b.done
 	}
 }
 
-func (s *Server) buildLoop(ctx context.Context) {
-	defer close(s.builder.done)
-	tick := time.NewTicker(max(s.spanQuiet/4, 10*time.Millisecond))
+func (b *spanBuilder) loop(ctx context.Context) {
+	defer close(b.done)
+	tick := time.NewTicker(max(b.quiet/4, 10*time.Millisecond))
 	defer tick.Stop()
 	for {
-		s.buildQuiet(ctx)
+		b.buildQuiet(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -73,56 +106,58 @@ func (s *Server) buildLoop(ctx context.Context) {
 
 // buildQuiet builds every pending trace that is quiet or has waited long
 // enough, in batches, then counts those left.
-func (s *Server) buildQuiet(ctx context.Context) {
+func (s *Server) buildQuiet(ctx context.Context) { s.builder.buildQuiet(ctx) }
+
+func (b *spanBuilder) buildQuiet(ctx context.Context) {
 	for ctx.Err() == nil {
 		now := time.Now()
-		f := store.PendingFilter{Quiet: now.Add(-s.spanQuiet), Stale: now.Add(-s.spanMaxDelay), Limit: spanBuildBatch}
-		out, err := s.st.BuildPendingSpans(ctx, f, buildSpanTrace)
+		f := store.PendingFilter{Quiet: now.Add(-b.quiet), Stale: now.Add(-b.maxDelay), Limit: spanBuildBatch}
+		out, err := b.st.BuildPendingSpans(ctx, f, buildSpanTrace)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log.Error("building traces from their spans", slog.Any("err", err))
+				b.log.Error("building traces from their spans", slog.Any("err", err))
 			}
 			break
 		}
-		s.builtSpans(ctx, out)
+		b.built(ctx, out)
 		if len(out) < spanBuildBatch {
 			break
 		}
 	}
-	if n, err := s.st.PendingSpanTraces(ctx); err == nil {
-		s.builder.backlog.Store(n)
+	if n, err := b.st.PendingSpanTraces(ctx); err == nil {
+		b.backlog.Store(n)
 	}
 }
 
-// builtSpans tells the listeners of the traces built, and logs the builds
-// that failed (the trace stays as it was built before).
-func (s *Server) builtSpans(ctx context.Context, out []store.PendingBuild) {
+// built tells the listeners of the traces built, and logs the builds that
+// failed (the trace stays as it was built before).
+func (b *spanBuilder) built(ctx context.Context, out []store.PendingBuild) {
 	ids := make([]string, 0, len(out))
-	for _, b := range out {
-		if b.Err != nil {
-			s.log.WarnContext(ctx, "a trace could not be built from its spans", slog.String("trace", b.TraceID), slog.Any("err", b.Err))
+	for _, p := range out {
+		if p.Err != nil {
+			b.log.WarnContext(ctx, "a trace could not be built from its spans", slog.String("trace", p.TraceID), slog.Any("err", p.Err))
 			continue
 		}
-		ids = append(ids, b.TraceID)
+		ids = append(ids, p.TraceID)
 	}
-	s.traceChanged(ids...)
+	b.changed(ids...)
 }
 
 // settleTrace builds a trace now if it is pending.
 func (s *Server) settleTrace(ctx context.Context, id string) error {
-	return s.settle(ctx, store.PendingFilter{TraceIDs: []string{id}})
+	return s.builder.settle(ctx, store.PendingFilter{TraceIDs: []string{id}})
 }
 
 // settleDataset builds a dataset's pending traces now.
 func (s *Server) settleDataset(ctx context.Context, id string) error {
-	return s.settle(ctx, store.PendingFilter{DatasetID: id})
+	return s.builder.settle(ctx, store.PendingFilter{DatasetID: id})
 }
 
-func (s *Server) settle(ctx context.Context, f store.PendingFilter) error {
-	out, err := s.st.BuildPendingSpans(ctx, f, buildSpanTrace)
+func (b *spanBuilder) settle(ctx context.Context, f store.PendingFilter) error {
+	out, err := b.st.BuildPendingSpans(ctx, f, buildSpanTrace)
 	if err != nil {
 		return err
 	}
-	s.builtSpans(ctx, out)
+	b.built(ctx, out)
 	return nil
 }

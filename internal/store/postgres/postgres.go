@@ -21,6 +21,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/spanstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -32,6 +33,8 @@ var migrations embed.FS
 // Store is a PostgreSQL store. It implements store.Store.
 type Store struct {
 	sqlstore.Store
+	// store.SpanTraces, over the statements of otel.go
+	spanstore.Traces
 	pool *pgxpool.Pool
 	an   analyzer
 }
@@ -70,6 +73,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 			return s.write(ctx, func(tx pgx.Tx) error { return fn(sqlstore.Pgx(tx)) })
 		},
 	}
+	s.Traces = spanstore.New(spanstore.Backend{Reader: spanReader{s.pool}, Write: s.writeSpans, NotFound: notFound, Fail: fail})
 	if err := s.ensureIndex(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: search index: %w", err)

@@ -21,6 +21,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/spanstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -36,6 +37,8 @@ const BusyTimeout = 10 * time.Second
 // Store is a SQLite store. It implements store.Store.
 type Store struct {
 	sqlstore.Store
+	// store.SpanTraces, over the statements of otel.go
+	spanstore.Traces
 	w *sql.DB // one connection: all writes, serialized
 	r *sql.DB // read-only connections
 }
@@ -95,6 +98,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			return s.write(ctx, func(tx *sql.Tx) error { return fn(sqlstore.SQL(tx)) })
 		},
 	}
+	s.Traces = spanstore.New(spanstore.Backend{Reader: spanReader{s.r}, Write: s.writeSpans, NotFound: notFound, Fail: fail})
 	if err := s.ensureIndex(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %s: search index: %w", path, err)

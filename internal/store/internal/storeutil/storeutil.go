@@ -1,6 +1,9 @@
-// Package storeutil holds what the store backends share: ids, times, cursors,
-// the encoding of trace content, metadata merging and index assignment. It
-// knows nothing of SQL.
+// Package storeutil holds what the store backends share short of running
+// statements: ids, times, cursors, the checks of what is stored, the
+// encoding of trace content, metadata merging and index assignment, and
+// the text of the search statements both dialects run (SearchStatements,
+// with "?" placeholders, and their arguments). It holds no connection and
+// runs nothing; the span ingest that does is spanstore's.
 package storeutil
 
 import (

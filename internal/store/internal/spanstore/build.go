@@ -1,4 +1,4 @@
-package storeutil
+package spanstore
 
 import (
 	"bytes"
@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
-// MergeSpans overlays add on the spans stored so far (a span id in add
+// mergeSpans overlays add on the spans stored so far (a span id in add
 // replaces the stored one; within add the last wins) and returns them in
 // span id order, as SpanTraces.AddSpans hands them to build, with the spans
 // of add to write (deduplicated).
-func MergeSpans(stored map[string][]byte, add []store.StoredSpan) (all [][]byte, write []store.StoredSpan) {
+func mergeSpans(stored map[string][]byte, add []store.StoredSpan) (all [][]byte, write []store.StoredSpan) {
 	merged := make(map[string][]byte, len(stored)+len(add))
 	for id, d := range stored {
 		merged[id] = d
@@ -45,21 +46,21 @@ func MergeSpans(stored map[string][]byte, add []store.StoredSpan) (all [][]byte,
 	return all, write
 }
 
-// SpanBuild is one group of SpanTraces.AddSpans made ready to write.
-type SpanBuild struct {
-	Row   Row                // the rebuilt trace (Row.ID is new: used for a new trace only)
+// spanBuild is one group of SpanTraces.AddSpans made ready to write.
+type spanBuild struct {
+	Row   storeutil.Row      // the rebuilt trace (Row.ID is new: used for a new trace only)
 	Write []store.StoredSpan // the group's spans to write, deduplicated
 	Err   error              // the build failed: write nothing for the group
 }
 
-// BuildSpanGroups merges each group's spans with those stored (stored[i],
+// buildSpanGroups merges each group's spans with those stored (stored[i],
 // nil for a new trace), rebuilds its trace and encodes it, the groups on
 // several cores: the rebuild is most of the work of a request.
-func BuildSpanGroups(groups []store.SpanGroup, stored []map[string][]byte,
-	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error), now time.Time) []SpanBuild {
-	out := make([]SpanBuild, len(groups))
+func buildSpanGroups(groups []store.SpanGroup, stored []map[string][]byte,
+	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error), now time.Time) []spanBuild {
+	out := make([]spanBuild, len(groups))
 	one := func(i int) {
-		all, write := MergeSpans(stored[i], groups[i].Spans)
+		all, write := mergeSpans(stored[i], groups[i].Spans)
 		out[i].Write = write
 		t, err := build(groups[i].OTelTraceID, all)
 		if err != nil {
@@ -67,7 +68,7 @@ func BuildSpanGroups(groups []store.SpanGroup, stored []map[string][]byte,
 			return
 		}
 		t.Annotations = nil
-		rows, err := PrepareTraces([]store.NewTrace{{Trace: t}}, now)
+		rows, err := storeutil.PrepareTraces([]store.NewTrace{{Trace: t}}, now)
 		if err != nil {
 			out[i].Err = err
 			return
@@ -94,10 +95,10 @@ func BuildSpanGroups(groups []store.SpanGroup, stored []map[string][]byte,
 	return out
 }
 
-// RebuildChanged rebuilds, in built, the groups whose stored trace or spans
+// rebuildChanged rebuilds, in built, the groups whose stored trace or spans
 // changed between the read the builds were made from (tids, stored) and the
 // read in the writing transaction (nowTids, nowStored).
-func RebuildChanged(groups []store.SpanGroup, built []SpanBuild, tids []string, stored []map[string][]byte,
+func rebuildChanged(groups []store.SpanGroup, built []spanBuild, tids []string, stored []map[string][]byte,
 	nowTids []string, nowStored []map[string][]byte, build func(string, [][]byte) (*trace.Trace, error), now time.Time) {
 	var idx []int
 	for i := range groups {
@@ -113,7 +114,7 @@ func RebuildChanged(groups []store.SpanGroup, built []SpanBuild, tids []string, 
 	for k, i := range idx {
 		sub[k], subStored[k] = groups[i], nowStored[i]
 	}
-	for k, b := range BuildSpanGroups(sub, subStored, build, now) {
+	for k, b := range buildSpanGroups(sub, subStored, build, now) {
 		built[idx[k]] = b
 	}
 }
@@ -140,37 +141,37 @@ type PendingTrace struct {
 	Spans       map[string][]byte // all its stored spans
 }
 
-// BuildPending builds pending traces from their stored spans, on several
+// buildPending builds pending traces from their stored spans, on several
 // cores.
-func BuildPending(ps []PendingTrace, build func(otelTraceID string, spans [][]byte) (*trace.Trace, error), now time.Time) []SpanBuild {
+func buildPending(ps []PendingTrace, build func(otelTraceID string, spans [][]byte) (*trace.Trace, error), now time.Time) []spanBuild {
 	groups := make([]store.SpanGroup, len(ps))
 	stored := make([]map[string][]byte, len(ps))
 	for i, p := range ps {
 		groups[i].OTelTraceID = p.OTelTraceID
 		stored[i] = p.Spans
 	}
-	return BuildSpanGroups(groups, stored, build, now)
+	return buildSpanGroups(groups, stored, build, now)
 }
 
-// PendingRow is the row of a trace whose first spans were accepted and
+// pendingRow is the row of a trace whose first spans were accepted and
 // that is not built yet: no events, its metadata naming its OpenTelemetry
 // trace id (as the built trace's does).
-func PendingRow(otelTraceID string, now time.Time) (Row, error) {
+func pendingRow(otelTraceID string, now time.Time) (storeutil.Row, error) {
 	meta, err := json.Marshal(map[string]string{"otel_trace_id": otelTraceID})
 	if err != nil {
-		return Row{}, err
+		return storeutil.Row{}, err
 	}
-	rows, err := PrepareTraces([]store.NewTrace{{Trace: &trace.Trace{Metadata: meta}}}, now)
+	rows, err := storeutil.PrepareTraces([]store.NewTrace{{Trace: &trace.Trace{Metadata: meta}}}, now)
 	if err != nil {
-		return Row{}, err
+		return storeutil.Row{}, err
 	}
 	return rows[0], nil
 }
 
-// RebuildMoved reads again (readSpans) and rebuilds, in ps and built, the
+// rebuildMoved reads again (readSpans) and rebuilds, in ps and built, the
 // pending traces whose mark's sequence number is now another (seqs, read in
 // the writing transaction): spans came for them since they were built.
-func RebuildMoved(ps []PendingTrace, built []SpanBuild, seqs map[string]int64, readSpans func(traceID string) (map[string][]byte, error),
+func rebuildMoved(ps []PendingTrace, built []spanBuild, seqs map[string]int64, readSpans func(traceID string) (map[string][]byte, error),
 	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error), now time.Time) error {
 	var again []PendingTrace
 	var againAt []int
@@ -184,7 +185,7 @@ func RebuildMoved(ps []PendingTrace, built []SpanBuild, seqs map[string]int64, r
 			again, againAt = append(again, p), append(againAt, i)
 		}
 	}
-	for k, b := range BuildPending(again, build, now) {
+	for k, b := range buildPending(again, build, now) {
 		ps[againAt[k]], built[againAt[k]] = again[k], b
 	}
 	return nil

@@ -1,0 +1,449 @@
+// Package spanstore is store.SpanTraces written once for both backends:
+// what is read and built before the writing transaction, what is read
+// again and rebuilt inside it when it changed meanwhile, and in what order
+// rows are written and locked. A backend supplies its statements and locks
+// through Backend, Reader and Tx, and embeds Traces in its store.
+package spanstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// Backend is what the span ingest needs of a store backend.
+type Backend struct {
+	// Reader reads outside any transaction (the pool).
+	Reader Reader
+	// Write runs fn in a writing transaction, committed when fn succeeds.
+	Write func(ctx context.Context, fn func(Tx) error) error
+	// NotFound is the backend's error for an id that names nothing.
+	NotFound func(format string, args ...any) error
+	// Fail wraps err with what was being done, mapping it to the store's
+	// errors.
+	Fail func(ctx context.Context, err error, format string, args ...any) error
+}
+
+// Rows are the rows of a query, as *sql.Rows gives them (pgx.Rows with
+// a Close that returns Err).
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// Reader runs the queries of spans and pending marks, on the pool or in a
+// transaction; spanstore reads and closes the rows.
+type Reader interface {
+	// TraceOf selects the trace_id stored for an OpenTelemetry trace in a
+	// dataset (no row for none).
+	TraceOf(ctx context.Context, datasetID, otelTraceID string) (Rows, error)
+	// Spans selects the span_id and data of a trace's spans.
+	Spans(ctx context.Context, traceID string) (Rows, error)
+	// Pending selects the trace_id, otel_trace_id, seq and fresh of the
+	// pending traces f selects, those pending longest first; nil Rows when
+	// f can select none.
+	Pending(ctx context.Context, f store.PendingFilter) (Rows, error)
+	// CountPending selects the number of pending traces.
+	CountPending(ctx context.Context) (Rows, error)
+}
+
+// Tx is a backend's writing transaction.
+type Tx interface {
+	Reader
+	// LockIndex is taken first by a transaction that writes the search
+	// index, before any row lock, so that such writers never wait for each
+	// other in a cycle (a no-op where the writer is one connection).
+	LockIndex(ctx context.Context) error
+	// NextIndex selects a dataset's next_index, locking the dataset so
+	// that requests into it take turns (the first spans of a trace sent
+	// twice at once make one trace).
+	NextIndex(ctx context.Context, datasetID string) (Rows, error)
+	// InsertTrace stores the row of an OpenTelemetry trace seen for the
+	// first time, with index idx, and links the two.
+	InsertTrace(ctx context.Context, ownerID, datasetID, otelTraceID string, r *storeutil.Row, idx int64, now time.Time) error
+	// UpdateTrace replaces a stored trace's name, metadata, events and
+	// content with those of r.
+	UpdateTrace(ctx context.Context, traceID string, r *storeutil.Row) error
+	// UpsertSpans writes a trace's spans, replacing those with the same
+	// span ids.
+	UpsertSpans(ctx context.Context, traceID string, spans []store.StoredSpan) error
+	// Mark marks a trace pending, or moves its mark on (touched, seq + 1).
+	Mark(ctx context.Context, traceID, datasetID, otelTraceID string, now time.Time, fresh bool) error
+	// Unmark clears a trace's pending mark.
+	Unmark(ctx context.Context, traceID string) error
+	// LockMarks selects the trace_id and seq of the marks of those of ids
+	// that are pending, locking them in trace id order (as AcceptSpans takes
+	// them).
+	LockMarks(ctx context.Context, ids []string) (Rows, error)
+	// WriteIndex writes the index documents of the traces, those that had
+	// rows replacing them, in one go.
+	WriteIndex(ctx context.Context, docs []Doc) error
+	// Pushed records spans pushed into a dataset: its next index, created
+	// traces more, and the time.
+	Pushed(ctx context.Context, datasetID string, next int64, created int, now time.Time) error
+}
+
+// Traces is store.SpanTraces over a Backend, for a backend's store to
+// embed.
+type Traces struct{ b *Backend }
+
+// New returns the span traces of a backend.
+func New(b Backend) Traces { return Traces{&b} }
+
+// PendingSpanTraces is store.SpanTraces.PendingSpanTraces.
+func (t Traces) PendingSpanTraces(ctx context.Context) (int64, error) {
+	n, _, err := scanOne[int64](t.b.Reader.CountPending(ctx))
+	if err != nil {
+		return 0, t.b.Fail(ctx, err, "pending spans")
+	}
+	return n, nil
+}
+
+// Doc is the new index document of a trace.
+type Doc struct {
+	TraceID string
+	storeutil.IndexDoc
+	Fresh bool // the trace has no index rows yet
+}
+
+// AddSpans is store.SpanTraces.AddSpans.
+func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup,
+	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]string, []error, error) {
+	b := t.b
+	if !storeutil.ValidID(ownerID) {
+		return nil, nil, b.NotFound("add spans: owner %q", ownerID)
+	}
+	if !storeutil.ValidID(datasetID) {
+		return nil, nil, b.NotFound("add spans: dataset %q", datasetID)
+	}
+	ids := make([]string, len(groups))
+	errs := make([]error, len(groups))
+	// Rebuild the traces from what is stored before taking the writer (the
+	// dataset's lock), so that other requests write meanwhile; in the
+	// transaction, a group whose stored spans changed since is rebuilt
+	// again.
+	tids, stored, err := readSpanGroups(ctx, b.Reader, datasetID, groups)
+	if err != nil {
+		return nil, nil, b.Fail(ctx, err, "add spans")
+	}
+	now := storeutil.Now()
+	built := buildSpanGroups(groups, stored, build, now)
+	err = b.Write(ctx, func(tx Tx) error {
+		if err := tx.LockIndex(ctx); err != nil {
+			return err
+		}
+		next, err := nextIndex(ctx, tx, b, datasetID)
+		if err != nil {
+			return err
+		}
+		nowTids, nowStored, err := readSpanGroups(ctx, tx, datasetID, groups)
+		if err != nil {
+			return err
+		}
+		rebuildChanged(groups, built, tids, stored, nowTids, nowStored, build, now)
+		tids = nowTids
+		created := 0
+		var docs []Doc
+		for i, g := range groups {
+			bt := &built[i]
+			ids[i], errs[i] = "", bt.Err
+			if bt.Err != nil {
+				continue
+			}
+			r, tid := &bt.Row, tids[i]
+			fresh := tid == ""
+			if fresh {
+				tid = r.ID
+				if next, err = insertTrace(ctx, tx, ownerID, datasetID, g.OTelTraceID, r, next, now); err != nil {
+					return err
+				}
+				created++
+			} else if err := tx.UpdateTrace(ctx, tid, r); err != nil {
+				return err
+			}
+			docs = append(docs, Doc{TraceID: tid, IndexDoc: storeutil.IndexDoc{Doc: &r.Doc, Hashes: r.Hashes}, Fresh: fresh})
+			if err := tx.UpsertSpans(ctx, tid, bt.Write); err != nil {
+				return err
+			}
+			// Built from all its spans: a mark AcceptSpans left is met.
+			if err := tx.Unmark(ctx, tid); err != nil {
+				return err
+			}
+			ids[i] = tid
+		}
+		// One index write for the request's traces.
+		if err := tx.WriteIndex(ctx, docs); err != nil {
+			return err
+		}
+		return tx.Pushed(ctx, datasetID, next, created, now)
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil, err
+		}
+		return nil, nil, b.Fail(ctx, err, "add spans")
+	}
+	return ids, errs, nil
+}
+
+// insertTrace stores the row of an OpenTelemetry trace seen for the first
+// time, with the dataset's next index, and returns the index after.
+func insertTrace(ctx context.Context, tx Tx, ownerID, datasetID, otelTraceID string, r *storeutil.Row, next int64, now time.Time) (int64, error) {
+	idx, next := storeutil.AssignIndexes(next, []*int64{r.Given})
+	return next, tx.InsertTrace(ctx, ownerID, datasetID, otelTraceID, r, idx[0], now)
+}
+
+// readSpanGroups reads, for each group, its stored trace ("" for none) and
+// the spans stored for it (nil for none).
+func readSpanGroups(ctx context.Context, q Reader, datasetID string, groups []store.SpanGroup) ([]string, []map[string][]byte, error) {
+	tids := make([]string, len(groups))
+	stored := make([]map[string][]byte, len(groups))
+	for i, g := range groups {
+		var err error
+		if tids[i], _, err = scanOne[string](q.TraceOf(ctx, datasetID, g.OTelTraceID)); err != nil {
+			return nil, nil, err
+		}
+		if tids[i] == "" {
+			continue
+		}
+		if stored[i], err = readSpans(ctx, q, tids[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	return tids, stored, nil
+}
+
+// AcceptSpans is store.SpanTraces.AcceptSpans.
+func (t Traces) AcceptSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup) ([]string, error) {
+	b := t.b
+	if !storeutil.ValidID(ownerID) {
+		return nil, b.NotFound("accept spans: owner %q", ownerID)
+	}
+	if !storeutil.ValidID(datasetID) {
+		return nil, b.NotFound("accept spans: dataset %q", datasetID)
+	}
+	ids := make([]string, len(groups))
+	now := storeutil.Now()
+	err := b.Write(ctx, func(tx Tx) error {
+		next, err := nextIndex(ctx, tx, b, datasetID)
+		if err != nil {
+			return err
+		}
+		created := 0
+		type mark struct {
+			tid, otelID string
+			fresh       bool
+		}
+		var marks []mark
+		for i, g := range groups {
+			tid, _, err := scanOne[string](tx.TraceOf(ctx, datasetID, g.OTelTraceID))
+			if err != nil {
+				return err
+			}
+			fresh := tid == ""
+			if fresh {
+				r, err := pendingRow(g.OTelTraceID, now)
+				if err != nil {
+					return err
+				}
+				tid = r.ID
+				if next, err = insertTrace(ctx, tx, ownerID, datasetID, g.OTelTraceID, &r, next, now); err != nil {
+					return err
+				}
+				created++
+			}
+			_, write := mergeSpans(nil, g.Spans)
+			if err := tx.UpsertSpans(ctx, tid, write); err != nil {
+				return err
+			}
+			marks = append(marks, mark{tid, g.OTelTraceID, fresh})
+			ids[i] = tid
+		}
+		// Marks are taken in trace id order, as BuildPendingSpans takes them, so
+		// that the two never wait for each other in a cycle.
+		slices.SortFunc(marks, func(a, b mark) int { return strings.Compare(a.tid, b.tid) })
+		for _, m := range marks {
+			if err := tx.Mark(ctx, m.tid, datasetID, m.otelID, now, m.fresh); err != nil {
+				return err
+			}
+		}
+		return tx.Pushed(ctx, datasetID, next, created, now)
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		return nil, b.Fail(ctx, err, "accept spans")
+	}
+	return ids, nil
+}
+
+// BuildPendingSpans is store.SpanTraces.BuildPendingSpans.
+func (t Traces) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
+	build func(otelTraceID string, spans [][]byte) (*trace.Trace, error)) ([]store.PendingBuild, error) {
+	b := t.b
+	// Read and build before the writing transaction, so that requests keep
+	// writing meanwhile; in it, a trace whose mark moved on since is read
+	// and built again.
+	ps, err := readPending(ctx, b.Reader, f)
+	if err != nil {
+		return nil, b.Fail(ctx, err, "build pending spans")
+	}
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	now := storeutil.Now()
+	built := buildPending(ps, build, now)
+	var out []store.PendingBuild
+	err = b.Write(ctx, func(tx Tx) error {
+		out = out[:0]
+		if err := tx.LockIndex(ctx); err != nil {
+			return err
+		}
+		ids := make([]string, len(ps))
+		for i, p := range ps {
+			ids[i] = p.TraceID
+		}
+		seqs, err := scanSeqs(tx.LockMarks(ctx, ids))
+		if err != nil {
+			return err
+		}
+		read := func(id string) (map[string][]byte, error) { return readSpans(ctx, tx, id) }
+		if err := rebuildMoved(ps, built, seqs, read, build, now); err != nil {
+			return err
+		}
+		var docs []Doc
+		for i, p := range ps {
+			if _, ok := seqs[p.TraceID]; !ok {
+				continue // built meanwhile, or deleted
+			}
+			if err := tx.Unmark(ctx, p.TraceID); err != nil {
+				return err
+			}
+			bt := &built[i]
+			out = append(out, store.PendingBuild{TraceID: p.TraceID, Err: bt.Err})
+			if bt.Err != nil {
+				continue
+			}
+			r := &bt.Row
+			if err := tx.UpdateTrace(ctx, p.TraceID, r); err != nil {
+				return err
+			}
+			docs = append(docs, Doc{TraceID: p.TraceID, IndexDoc: storeutil.IndexDoc{Doc: &r.Doc, Hashes: r.Hashes}, Fresh: p.Fresh})
+		}
+		return tx.WriteIndex(ctx, docs)
+	})
+	if err != nil {
+		return nil, b.Fail(ctx, err, "build pending spans")
+	}
+	return out, nil
+}
+
+// readPending reads the pending traces f selects with their spans.
+func readPending(ctx context.Context, q Reader, f store.PendingFilter) ([]PendingTrace, error) {
+	if f.TraceIDs != nil && len(f.TraceIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := q.Pending(ctx, f)
+	if err != nil || rows == nil {
+		return nil, err
+	}
+	var ps []PendingTrace
+	for rows.Next() {
+		var p PendingTrace
+		if err := rows.Scan(&p.TraceID, &p.OTelTraceID, &p.Seq, &p.Fresh); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	if err := done(rows); err != nil {
+		return nil, err
+	}
+	for i := range ps {
+		if ps[i].Spans, err = readSpans(ctx, q, ps[i].TraceID); err != nil {
+			return nil, err
+		}
+	}
+	return ps, nil
+}
+
+// readSpans reads the spans stored for a trace by span id (empty, not nil,
+// for none).
+func readSpans(ctx context.Context, q Reader, traceID string) (map[string][]byte, error) {
+	rows, err := q.Spans(ctx, traceID)
+	if err != nil {
+		return nil, err
+	}
+	spans := map[string][]byte{}
+	for rows.Next() {
+		var id string
+		var data []byte
+		if err := rows.Scan(&id, &data); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		spans[id] = data
+	}
+	return spans, done(rows)
+}
+
+// scanSeqs reads the rows of LockMarks.
+func scanSeqs(rows Rows, err error) (map[string]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	seqs := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		seqs[id] = seq
+	}
+	return seqs, done(rows)
+}
+
+// nextIndex reads a dataset's next index in tx, locking the dataset.
+func nextIndex(ctx context.Context, tx Tx, b *Backend, datasetID string) (int64, error) {
+	next, ok, err := scanOne[int64](tx.NextIndex(ctx, datasetID))
+	if err == nil && !ok {
+		err = b.NotFound("dataset %s", datasetID)
+	}
+	return next, err
+}
+
+// scanOne reads the one column of the first row, if any (ok).
+func scanOne[T any](rows Rows, err error) (v T, ok bool, _ error) {
+	if err != nil {
+		return v, false, err
+	}
+	if rows.Next() {
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return v, false, err
+		}
+		ok = true
+	}
+	return v, ok, done(rows)
+}
+
+// done closes rows read and returns the first error of reading them
+// (pgx sets Err only once the rows are closed).
+func done(rows Rows) error {
+	cerr := rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return cerr
+}
