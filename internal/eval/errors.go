@@ -24,4 +24,3 @@ func invalidf(format string, args ...any) error {
 func criteriaError(err error) error {
 	return invalidf("invalid criteria: %s", err.Error())
 }
-
