@@ -45,11 +45,9 @@ func (s *Server) StartSpanBuilder() {
 	})
 }
 
-// Close writes the gateway's queued calls and stops building pending
-// traces; those left stay marked in the store for the next server. Safe to
-// call more than once, or never.
-func (s *Server) Close() {
-	s.closeGateway()
+// stopSpanBuilder stops building pending traces; those left stay marked
+// in the store for the next server. No loop starts after it.
+func (s *Server) stopSpanBuilder() {
 	s.builder.once.Do(func() {}) // no loop may start after this
 	if s.builder.stop != nil {
 		s.builder.stop()
