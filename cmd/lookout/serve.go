@@ -75,14 +75,11 @@ policy the server checks; --llm-url is the judge of llm criteria.`,
 				cfg.LLM = &eval.LLM{URL: llmURL, Model: llmModel, APIKey: os.Getenv("LOOKOUT_LLM_API_KEY")}
 			}
 			srv := server.New(cfg)
-			// Evaluation runs an earlier server left unfinished go on.
-			if err := srv.ResumeRuns(ctx); err != nil {
-				return fmt.Errorf("resuming evaluation runs: %w", err)
-			}
-			defer srv.StopRuns()
-			// Traces whose spans an earlier server accepted get built.
-			srv.StartSpanBuilder()
+			// Runs and span builds an earlier server left unfinished go on.
 			defer srv.Close()
+			if err := srv.Start(ctx); err != nil {
+				return err
+			}
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return err

@@ -1,6 +1,10 @@
 // Package eval grades traces: criteria with their evaluators (human, rule,
-// code, llm), targets (the whole trace or every step of a kind), and runs
-// of criteria over a dataset that are resumable and cancellable.
+// code, llm), targets (the whole trace or every step of a kind), runs of
+// criteria over a dataset that are resumable and cancellable (Runner, and
+// Runs, which keeps a server's runs going in the background), and
+// benchmarks made from a dataset's traces and scored against others
+// (Benchmarks). It reaches the store through the few methods it calls
+// (RunnerStore, RunStore, BenchmarkStore).
 package eval
 
 import (

@@ -19,9 +19,22 @@ type Progress struct {
 	Errors int64 `json:"errors"` // (trace, criterion) pairs that failed in this attempt
 }
 
+// RunnerStore is what a Runner reads and writes.
+type RunnerStore interface {
+	TraceLister
+	Trace(ctx context.Context, id string) (store.StoredTrace, error)
+	RunStatuses(ctx context.Context, runID string) ([]store.TraceStatus, error)
+	FinishTraces(ctx context.Context, runID string, results []store.TraceResult) error
+}
+
+// TraceLister lists a dataset's traces, a page at a time.
+type TraceLister interface {
+	ListTraces(ctx context.Context, datasetID string, page store.Page) ([]store.TraceSummary, string, error)
+}
+
 // Runner runs evaluations over a store.
 type Runner struct {
-	Store       store.Store
+	Store       RunnerStore
 	LLM         *LLM // nil: llm criteria are refused
 	Concurrency int  // traces evaluated at once; 0: 4
 	Batch       int  // traces stored per transaction; 0: 256
@@ -48,50 +61,13 @@ func CompileAll(cs []Criterion, llm *LLM) ([]*Evaluator, error) {
 // traces atomically, and reports progress. It returns ctx's error when ctx
 // ends first; the run's state is left to the caller.
 func (r *Runner) Run(ctx context.Context, run store.EvalRun, progress func(Progress)) error {
-	var cs []Criterion
-	if err := json.Unmarshal(run.Criteria, &cs); err != nil {
-		return fmt.Errorf("run %s: criteria: %w", run.ID, err)
-	}
-	evs, err := CompileAll(cs, r.LLM)
-	if err != nil {
-		return fmt.Errorf("run %s: %w", run.ID, err)
-	}
-	for _, e := range evs {
-		e.SetDetectorModel(r.DetectorModel)
-	}
-	var auto []*Evaluator // human criteria are graded by people, not runs
-	for _, e := range evs {
-		if e.C.Evaluator != "human" {
-			auto = append(auto, e)
-		}
-	}
-	statuses, err := r.Store.RunStatuses(ctx, run.ID)
+	auto, err := r.compile(run)
 	if err != nil {
 		return err
 	}
-	done := map[string]bool{}
-	for _, s := range statuses {
-		done[s.TraceID] = true
-	}
-	var todo []string
-	for cursor := ""; ; {
-		page, next, err := r.Store.ListTraces(ctx, run.DatasetID, store.Page{Cursor: cursor, Limit: 1000})
-		if err != nil {
-			return err
-		}
-		for _, t := range page {
-			if !done[t.ID] {
-				todo = append(todo, t.ID)
-			}
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
-	}
-	prog := Progress{Done: int64(len(done)), Total: run.Total}
-	if prog.Total < prog.Done+int64(len(todo)) {
-		prog.Total = prog.Done + int64(len(todo))
+	todo, prog, err := r.workList(ctx, run)
+	if err != nil {
+		return err
 	}
 	if progress != nil {
 		progress(prog)
@@ -99,7 +75,78 @@ func (r *Runner) Run(ctx context.Context, run store.EvalRun, progress func(Progr
 	if len(auto) == 0 || len(todo) == 0 {
 		return nil
 	}
+	return r.evaluateAll(ctx, run.ID, auto, todo, prog, progress)
+}
 
+// compile compiles a run's criteria, keeping those a run grades (human
+// criteria are graded by people).
+func (r *Runner) compile(run store.EvalRun) ([]*Evaluator, error) {
+	var cs []Criterion
+	if err := json.Unmarshal(run.Criteria, &cs); err != nil {
+		return nil, fmt.Errorf("run %s: criteria: %w", run.ID, err)
+	}
+	evs, err := CompileAll(cs, r.LLM)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", run.ID, err)
+	}
+	var auto []*Evaluator
+	for _, e := range evs {
+		e.SetDetectorModel(r.DetectorModel)
+		if e.C.Evaluator != "human" {
+			auto = append(auto, e)
+		}
+	}
+	return auto, nil
+}
+
+// workList is the run's traces that have no status yet, in index order,
+// and the progress before any of them.
+func (r *Runner) workList(ctx context.Context, run store.EvalRun) ([]string, Progress, error) {
+	statuses, err := r.Store.RunStatuses(ctx, run.ID)
+	if err != nil {
+		return nil, Progress{}, err
+	}
+	done := map[string]bool{}
+	for _, s := range statuses {
+		done[s.TraceID] = true
+	}
+	var todo []string
+	err = eachTrace(ctx, r.Store, run.DatasetID, func(t store.TraceSummary) {
+		if !done[t.ID] {
+			todo = append(todo, t.ID)
+		}
+	})
+	if err != nil {
+		return nil, Progress{}, err
+	}
+	prog := Progress{Done: int64(len(done)), Total: run.Total}
+	if prog.Total < prog.Done+int64(len(todo)) {
+		prog.Total = prog.Done + int64(len(todo))
+	}
+	return todo, prog, nil
+}
+
+// eachTrace calls fn with each trace of a dataset, in index order.
+func eachTrace(ctx context.Context, st TraceLister, datasetID string, fn func(store.TraceSummary)) error {
+	for cursor := ""; ; {
+		page, next, err := st.ListTraces(ctx, datasetID, store.Page{Cursor: cursor, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		for _, t := range page {
+			fn(t)
+		}
+		if next == "" {
+			return nil
+		}
+		cursor = next
+	}
+}
+
+// evaluateAll grades todo with a pool of workers while one batch writer
+// stores what they finished. A write that fails stops the workers and is
+// returned; else ctx's error.
+func (r *Runner) evaluateAll(ctx context.Context, runID string, evs []*Evaluator, todo []string, prog Progress, progress func(Progress)) error {
 	conc := r.Concurrency
 	if conc <= 0 {
 		conc = 4
@@ -110,30 +157,36 @@ func (r *Runner) Run(ctx context.Context, run store.EvalRun, progress func(Progr
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stopped := make(chan struct{}) // Run has returned: workers stop sending
-	defer close(stopped)
-	jobs := make(chan string)
-	results := make(chan store.TraceResult, batch)
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for id := range jobs {
-				res, ok := r.evaluate(ctx, run.ID, id, auto)
-				if !ok {
-					continue
-				}
-				// A result finished as ctx ends is still stored.
-				select {
-				case results <- res:
-				case <-stopped:
-					return
+	writer := newBatchWriter(4*batch, 8*batch, func(b []store.TraceResult) error {
+		// Stored even when ctx has just ended: these traces are finished.
+		if err := r.Store.FinishTraces(context.WithoutCancel(ctx), runID, b); err != nil {
+			return err
+		}
+		prog.Done += int64(len(b))
+		for _, p := range b {
+			for _, s := range p.Statuses {
+				if s.Status == store.StatusError {
+					prog.Errors++
 				}
 			}
-		}()
-	}
+		}
+		if progress != nil {
+			progress(prog)
+		}
+		return nil
+	})
+	werr := make(chan error, 1)
 	go func() {
+		err := writer.run()
+		if err != nil {
+			cancel() // the workers stop
+		}
+		werr <- err
+	}()
+
+	jobs := make(chan string)
+	var workers sync.WaitGroup
+	workers.Go(func() {
 		defer close(jobs)
 		for _, id := range todo {
 			select {
@@ -142,81 +195,25 @@ func (r *Runner) Run(ctx context.Context, run store.EvalRun, progress func(Progr
 				return
 			}
 		}
-	}()
-	go func() { wg.Wait(); close(results) }()
-
-	// One writer stores what the workers finished while they go on: each
-	// transaction takes every result waiting (group commit), so the
-	// batches grow when commits (fsyncs) are slow and stay small, for
-	// fresh progress, when they are fast. The queue is bounded.
-	var (
-		mu     sync.Mutex
-		cond   = sync.NewCond(&mu)
-		queue  []store.TraceResult
-		closed bool
-		werr   error
-	)
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		for {
-			mu.Lock()
-			for len(queue) == 0 && !closed {
-				cond.Wait()
-			}
-			if len(queue) == 0 && closed {
-				mu.Unlock()
-				return
-			}
-			b := queue
-			if len(b) > 4*batch {
-				b = b[:4*batch]
-			}
-			queue = queue[len(b):]
-			cond.Broadcast()
-			mu.Unlock()
-			// Stored even when ctx has just ended: these traces are finished.
-			if err := r.Store.FinishTraces(context.WithoutCancel(ctx), run.ID, b); err != nil {
-				mu.Lock()
-				werr, queue = err, nil
-				cond.Broadcast()
-				mu.Unlock()
-				cancel()
-				for range results { // let the workers end
+	})
+	for range conc {
+		workers.Go(func() {
+			for id := range jobs {
+				res, ok := r.evaluate(ctx, runID, id, evs)
+				if !ok {
+					continue
 				}
-				return
-			}
-			prog.Done += int64(len(b))
-			for _, p := range b {
-				for _, s := range p.Statuses {
-					if s.Status == store.StatusError {
-						prog.Errors++
-					}
+				// A result finished as ctx ends is still stored.
+				if writer.Add(res) != nil {
+					return // the writer failed: run reports it
 				}
 			}
-			if progress != nil {
-				progress(prog)
-			}
-		}
-	}()
-	for res := range results {
-		mu.Lock()
-		for len(queue) >= 8*batch && werr == nil {
-			cond.Wait()
-		}
-		if werr == nil {
-			queue = append(queue, res)
-		}
-		cond.Broadcast()
-		mu.Unlock()
+		})
 	}
-	mu.Lock()
-	closed = true
-	cond.Broadcast()
-	mu.Unlock()
-	<-writerDone
-	if werr != nil {
-		return werr
+	workers.Wait()
+	writer.Close()
+	if err := <-werr; err != nil {
+		return err
 	}
 	return ctx.Err()
 }

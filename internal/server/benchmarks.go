@@ -1,14 +1,11 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/eval"
@@ -95,36 +92,74 @@ func rawArray(dst *json.RawMessage, what string) member {
 	}
 }
 
+// createBenchmark makes the next version of a benchmark from a dataset's
+// traces: decode and check the request, check the caller may read the
+// dataset, then select the tasks and store them (eval.Benchmarks).
 func (s *Server) createBenchmark(w http.ResponseWriter, r *http.Request, p *principal) error {
 	if err := s.requireUser(r, p); err != nil {
 		return err
 	}
-	var (
-		name, description, datasetID, key, query, refPath string
-		public                                            bool
-		rawCriteria                                       json.RawMessage
-		traceIDs                                          []string
-		haveIDs                                           bool
-		refs                                              map[string]json.RawMessage
-	)
-	key = "task_id"
+	req, err := decodeBenchmarkRequest(r)
+	if err != nil {
+		return err
+	}
+	cs, err := eval.ParseCriteria(req.criteria)
+	if err != nil {
+		return criteriaError(err)
+	}
+	if err := s.benchmarks.CheckCriteria(cs); err != nil {
+		return err
+	}
+	d, err := s.readableDataset(r, p, req.datasetID)
+	if err != nil {
+		return err
+	}
+	nb := eval.NewBenchmark{OwnerID: p.User.ID, Name: req.name, Description: req.description, Public: req.public,
+		Dataset: d, Criteria: cs, ByID: req.byID, TraceIDs: req.traceIDs, Key: req.key, RefPath: req.refPath, Refs: req.refs}
+	if req.query != "" {
+		if nb.Query, err = search.Parse(req.query); err != nil {
+			return err
+		}
+	}
+	b, err := s.benchmarks.Create(r.Context(), nb)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, toBenchmarkJSON(b))
+	return nil
+}
+
+// benchmarkRequest is the body of POST /api/v1/benchmarks.
+type benchmarkRequest struct {
+	name, description, datasetID, key, query, refPath string
+	public                                            bool
+	criteria                                          json.RawMessage
+	byID                                              bool // "trace_ids" was given
+	traceIDs                                          []string
+	refs                                              map[string]json.RawMessage
+}
+
+// decodeBenchmarkRequest reads and checks the body of a new benchmark,
+// all but its criteria's content.
+func decodeBenchmarkRequest(r *http.Request) (benchmarkRequest, error) {
+	req := benchmarkRequest{key: "task_id"}
 	body, err := decodeBody(r, map[string]member{
-		"name":        str(&name, "name"),
-		"description": str(&description, "description"),
-		"dataset":     str(&datasetID, "dataset (the id of the dataset the tasks come from)"),
-		"key":         str(&key, "key (the metadata member naming each task)"),
-		"query":       str(&query, "query (a search query)"),
-		"reference":   str(&refPath, "reference (the metadata member holding each task's reference answer)"),
-		"public":      boolean(&public, "public"),
-		"criteria":    rawArray(&rawCriteria, "criteria (a list of criteria)"),
+		"name":        str(&req.name, "name"),
+		"description": str(&req.description, "description"),
+		"dataset":     str(&req.datasetID, "dataset (the id of the dataset the tasks come from)"),
+		"key":         str(&req.key, "key (the metadata member naming each task)"),
+		"query":       str(&req.query, "query (a search query)"),
+		"reference":   str(&req.refPath, "reference (the metadata member holding each task's reference answer)"),
+		"public":      boolean(&req.public, "public"),
+		"criteria":    rawArray(&req.criteria, "criteria (a list of criteria)"),
 		"trace_ids": func(js *jsonscan.Scanner) error {
-			haveIDs = true
+			req.byID = true
 			if err := js.Expect(jsonscan.Array, "trace_ids (a list of trace ids)"); err != nil {
 				return err
 			}
 			return js.Array(func(int) error {
 				id, err := js.String("a trace id")
-				traceIDs = append(traceIDs, id)
+				req.traceIDs = append(req.traceIDs, id)
 				return err
 			})
 		},
@@ -132,94 +167,30 @@ func (s *Server) createBenchmark(w http.ResponseWriter, r *http.Request, p *prin
 			if err := js.Expect(jsonscan.Object, "references (task key → reference answer)"); err != nil {
 				return err
 			}
-			refs = map[string]json.RawMessage{}
+			req.refs = map[string]json.RawMessage{}
 			return js.Object(func(k string) error {
 				v, err := js.Raw()
-				refs[k] = v
+				req.refs[k] = v
 				return err
 			})
 		},
 	})
 	if err != nil {
-		return err
+		return req, err
 	}
-	if err := validName("benchmark", name); err != nil {
-		return err
+	if err := validName("benchmark", req.name); err != nil {
+		return req, err
 	}
-	if datasetID == "" {
-		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "dataset": the id of the dataset the tasks come from`))
+	if req.datasetID == "" {
+		return req, jsonError(body, jsonscan.New(body).Errorf(`the body needs "dataset": the id of the dataset the tasks come from`))
 	}
-	if rawCriteria == nil {
-		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "criteria": a list of criteria`))
+	if req.criteria == nil {
+		return req, jsonError(body, jsonscan.New(body).Errorf(`the body needs "criteria": a list of criteria`))
 	}
-	if query != "" && haveIDs {
-		return errorf(http.StatusUnprocessableEntity, codeInvalid, `give "query" or "trace_ids", not both`)
+	if req.query != "" && req.byID {
+		return req, errorf(http.StatusUnprocessableEntity, codeInvalid, `give "query" or "trace_ids", not both`)
 	}
-	cs, err := eval.ParseCriteria(rawCriteria)
-	if err != nil {
-		return criteriaError(err)
-	}
-	if err := eval.CheckBenchmarkCriteria(cs); err != nil {
-		return criteriaError(err)
-	}
-	if _, err := eval.CompileAll(cs, s.llm); err != nil {
-		return criteriaError(err)
-	}
-	d, err := s.readableDataset(r, p, datasetID)
-	if err != nil {
-		return err
-	}
-	var ids []string
-	switch {
-	case haveIDs:
-		ids = traceIDs
-	case query != "":
-		q, err := search.Parse(query)
-		if err != nil {
-			return err
-		}
-		if ids, err = s.searchIDs(r.Context(), d.ID, q); err != nil {
-			return err
-		}
-	default:
-		if ids, err = s.datasetTraceIDs(r.Context(), d.ID); err != nil {
-			return err
-		}
-	}
-	sel, err := eval.NewItemSelector(key, refPath, refs)
-	if err != nil {
-		return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s", err.Error())
-	}
-	// A hand-picked id that is missing and one of another dataset get the
-	// same answer, so that ids of other users' traces cannot be probed.
-	notInDataset := func(id string) error {
-		return errorf(http.StatusUnprocessableEntity, codeInvalid, "trace %s is not in dataset %s", id, d.Name)
-	}
-	err = s.loadTraces(r.Context(), ids, func(st store.StoredTrace) error {
-		if st.DatasetID != d.ID {
-			return notInDataset(st.ID)
-		}
-		if err := sel.Add(eval.SourceTrace{ID: st.ID, Index: st.Index, Trace: st.Trace}); err != nil {
-			return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s", err.Error())
-		}
-		return nil
-	}, notInDataset)
-	if err != nil {
-		return err
-	}
-	items, err := sel.Items()
-	if err != nil {
-		return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s", err.Error())
-	}
-	frozenCriteria, _ := json.Marshal(cs)
-	frozenItems, _ := json.Marshal(items)
-	b, err := s.st.CreateBenchmark(r.Context(), store.Benchmark{OwnerID: p.User.ID, Name: name, Description: description,
-		Public: public, SourceDatasetID: d.ID, Key: key, Criteria: frozenCriteria, Items: frozenItems, ItemCount: len(items)})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, toBenchmarkJSON(b))
-	return nil
+	return req, nil
 }
 
 func (s *Server) listBenchmarks(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -289,7 +260,7 @@ func (s *Server) runBenchmark(w http.ResponseWriter, r *http.Request, p *princip
 		return err
 	}
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
-		res, err := s.scoreDataset(r.Context(), b, d, nil)
+		res, err := s.benchmarks.Score(r.Context(), b, d, nil)
 		if err != nil {
 			return err
 		}
@@ -298,7 +269,7 @@ func (s *Server) runBenchmark(w http.ResponseWriter, r *http.Request, p *princip
 	}
 	event := eventStream(w)
 	last := time.Time{}
-	res, err := s.scoreDataset(r.Context(), b, d, func(done, total int) {
+	res, err := s.benchmarks.Score(r.Context(), b, d, func(done, total int) {
 		if done < total && time.Since(last) < 250*time.Millisecond {
 			return
 		}
@@ -315,58 +286,6 @@ func (s *Server) runBenchmark(w http.ResponseWriter, r *http.Request, p *princip
 	}
 	event("done", toResultJSON(res, true))
 	return nil
-}
-
-// scoreDataset grades every trace of d against b and stores the result;
-// progress, when not nil, hears of every trace read.
-func (s *Server) scoreDataset(ctx context.Context, b store.Benchmark, d store.Dataset, progress func(done, total int)) (store.BenchmarkResult, error) {
-	var cs []eval.Criterion
-	var items []eval.Item
-	if err := json.Unmarshal(b.Criteria, &cs); err != nil {
-		return store.BenchmarkResult{}, fmt.Errorf("benchmark %s: criteria: %w", b.ID, err)
-	}
-	if err := json.Unmarshal(b.Items, &items); err != nil {
-		return store.BenchmarkResult{}, fmt.Errorf("benchmark %s: items: %w", b.ID, err)
-	}
-	sc, err := eval.NewScorer(cs, items, b.Key, s.llm)
-	if err != nil {
-		return store.BenchmarkResult{}, criteriaError(err)
-	}
-	sc.SetDetectorModel(s.detectorModel)
-	ids, err := s.datasetTraceIDs(ctx, d.ID)
-	if err != nil {
-		return store.BenchmarkResult{}, err
-	}
-	done := 0
-	count := func() {
-		done++
-		if progress != nil {
-			progress(done, len(ids))
-		}
-	}
-	err = s.loadTraces(ctx, ids, func(st store.StoredTrace) error {
-		defer count()
-		return sc.Add(ctx, st.ID, st.Trace)
-	}, func(string) error {
-		count() // deleted while the run read the others
-		return nil
-	})
-	if err != nil {
-		return store.BenchmarkResult{}, err
-	}
-	sum, per := sc.Result()
-	summary, _ := json.Marshal(sum)
-	perJSON, _ := json.Marshal(per)
-	res, err := s.st.AddBenchmarkResult(ctx, store.BenchmarkResult{BenchmarkID: b.ID, DatasetID: d.ID,
-		Accuracy: sum.Accuracy, Summary: summary, Items: perJSON})
-	if err != nil {
-		return store.BenchmarkResult{}, err
-	}
-	meta, _ := json.Marshal(map[string]any{"benchmark": b.Name, "benchmark_version": b.Version, "accuracy": sum.Accuracy})
-	if _, err := s.st.SetDatasetMetadata(ctx, d.ID, meta, false); err != nil {
-		return store.BenchmarkResult{}, fmt.Errorf("benchmark result stored, but the dataset's metadata was not updated: %w", err)
-	}
-	return res, nil
 }
 
 func (s *Server) leaderboard(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -404,91 +323,5 @@ func (s *Server) leaderboard(w http.ResponseWriter, r *http.Request, p *principa
 	}
 	b.Items = nil
 	writeJSON(w, http.StatusOK, map[string]any{"benchmark": toBenchmarkJSON(b), "entries": entries})
-	return nil
-}
-
-// datasetTraceIDs lists a dataset's trace ids in index order.
-func (s *Server) datasetTraceIDs(ctx context.Context, datasetID string) ([]string, error) {
-	if err := s.settleDataset(ctx, datasetID); err != nil {
-		return nil, err
-	}
-	var ids []string
-	for cursor := ""; ; {
-		page, next, err := s.st.ListTraces(ctx, datasetID, store.Page{Cursor: cursor, Limit: 1000})
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range page {
-			ids = append(ids, t.ID)
-		}
-		if next == "" {
-			return ids, nil
-		}
-		cursor = next
-	}
-}
-
-// searchIDs lists the ids of the traces a query matches, in index order.
-func (s *Server) searchIDs(ctx context.Context, datasetID string, q *search.Query) ([]string, error) {
-	if err := s.settleDataset(ctx, datasetID); err != nil {
-		return nil, err
-	}
-	var ids []string
-	for cursor := ""; ; {
-		res, err := s.st.SearchTraces(ctx, datasetID, q, store.SearchOptions{Page: store.Page{Cursor: cursor, Limit: maxPage}, CountCap: 1})
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range res.Traces {
-			ids = append(ids, t.ID)
-		}
-		if res.Next == "" {
-			return ids, nil
-		}
-		cursor = res.Next
-	}
-}
-
-// loadTraces reads traces by id, several at once, and hands them to fn in
-// the order of ids; for an id that names no trace it calls missing, and
-// stops at the first error of either.
-func (s *Server) loadTraces(ctx context.Context, ids []string, fn func(store.StoredTrace) error, missing func(id string) error) error {
-	const window, workers = 256, 4
-	got := make([]store.StoredTrace, window)
-	errs := make([]error, window)
-	for start := 0; start < len(ids); start += window {
-		chunk := ids[start:min(start+window, len(ids))]
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					got[i], errs[i] = s.st.Trace(ctx, chunk[i])
-				}
-			}()
-		}
-		for i := range chunk {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-		for i := range chunk {
-			if errors.Is(errs[i], store.ErrNotFound) {
-				if err := missing(chunk[i]); err != nil {
-					return err
-				}
-				continue
-			}
-			if errs[i] != nil {
-				return errs[i]
-			}
-			if err := fn(got[i]); err != nil {
-				return err
-			}
-			got[i] = store.StoredTrace{} // let the collector have it
-		}
-	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/lookout-dev/lookout/internal/eval"
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/policy"
 	"github.com/lookout-dev/lookout/internal/search"
@@ -93,7 +94,7 @@ func jsonError(body []byte, err error) *apiError {
 	}
 }
 
-// toAPIError maps any error to its status, in this one place: store errors,
+// toAPIError maps any error to its status, in this one place: store and eval errors,
 // body limits, cancelled requests, and API errors as they are.
 func toAPIError(err error) *apiError {
 	var ae *apiError
@@ -110,7 +111,7 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusNotFound, codeNotFound, "%s", err.Error())
 	case errors.Is(err, store.ErrConflict):
 		return errorf(http.StatusConflict, codeConflict, "%s", err.Error())
-	case errors.Is(err, store.ErrInvalid):
+	case errors.Is(err, store.ErrInvalid), errors.Is(err, eval.ErrInvalid):
 		return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s", err.Error())
 	case errors.Is(err, policy.ErrBusy):
 		return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, RetryAfter: 1,

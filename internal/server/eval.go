@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/eval"
@@ -304,154 +303,24 @@ type runJSON struct {
 	UpdatedAt time.Time       `json:"updated_at"`
 }
 
-// runManager holds the runs this server is working on.
-type runManager struct {
-	mu     sync.Mutex
-	active map[string]*activeRun
-	base   context.Context
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
-}
-
-type activeRun struct {
-	cancel context.CancelCauseFunc
-	mu     sync.Mutex
-	prog   eval.Progress
-	subs   map[chan eval.Progress]struct{}
-	done   chan struct{}
-}
-
-func newRunManager() *runManager {
-	ctx, stop := context.WithCancel(context.Background())
-	return &runManager{active: map[string]*activeRun{}, base: ctx, stop: stop}
-}
-
-func (s *Server) runner() *eval.Runner {
-	return &eval.Runner{Store: s.st, LLM: s.llm, Concurrency: s.evalConcurrency, DetectorModel: s.detectorModel}
-}
-
-// startRun works on run in the background until it is done, cancelled, or
-// the server stops (then it stays "running" and ResumeRuns picks it up).
-func (s *Server) startRun(run store.EvalRun) {
-	m := s.runs
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.active[run.ID]; ok || m.base.Err() != nil {
-		return
-	}
-	ctx, cancel := context.WithCancelCause(m.base)
-	ar := &activeRun{cancel: cancel, subs: map[chan eval.Progress]struct{}{}, done: make(chan struct{}), prog: eval.Progress{Total: run.Total}}
-	m.active[run.ID] = ar
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		err := s.runner().Run(ctx, run, func(p eval.Progress) {
-			ar.mu.Lock()
-			ar.prog = p
-			for ch := range ar.subs {
-				select {
-				case ch <- p:
-				default: // a slow client misses a step, not the end
-				}
-			}
-			ar.mu.Unlock()
-		})
-		end := context.WithoutCancel(ctx)
-		switch {
-		case err == nil:
-			err = s.st.SetRunState(end, run.ID, store.RunDone, "")
-		case errors.Is(context.Cause(ctx), eval.ErrCancelled):
-			err = s.st.SetRunState(end, run.ID, store.RunCancelled, "")
-		case m.base.Err() != nil:
-			err = nil // the server stops: the run stays running, to resume
-		default:
-			s.log.Error("evaluation run failed", "run", run.ID, "err", err)
-			err = s.st.SetRunState(end, run.ID, store.RunError, err.Error())
-		}
-		if err != nil {
-			s.log.Error("evaluation run: cannot record its end", "run", run.ID, "err", err)
-		}
-		m.mu.Lock()
-		delete(m.active, run.ID)
-		m.mu.Unlock()
-		close(ar.done)
-	}()
-}
-
-// ResumeRuns starts again every run left running (by a restart or a
-// crash); traces they finished are not evaluated again.
-func (s *Server) ResumeRuns(ctx context.Context) error {
-	runs, err := s.st.RunsIn(ctx, store.RunRunning)
-	if err != nil {
-		return err
-	}
-	for _, r := range runs {
-		s.startRun(r)
-	}
-	return nil
-}
-
-// StopRuns stops the runs in progress and waits for them; they stay
-// "running" in the store, so the next ResumeRuns goes on with them.
-func (s *Server) StopRuns() {
-	s.runs.stop()
-	s.runs.wg.Wait()
-}
-
-func (s *Server) activeRun(id string) *activeRun {
-	s.runs.mu.Lock()
-	defer s.runs.mu.Unlock()
-	return s.runs.active[id]
-}
-
-// runProgress is a run's progress: live while this server works on it, else
-// from the stored statuses.
-func (s *Server) runProgress(ctx context.Context, run store.EvalRun, statuses []store.TraceStatus) eval.Progress {
-	if ar := s.activeRun(run.ID); ar != nil {
-		ar.mu.Lock()
-		defer ar.mu.Unlock()
-		return ar.prog
-	}
-	p := eval.Progress{Total: run.Total}
-	seen := map[string]bool{}
-	for _, st := range statuses {
-		if !seen[st.TraceID] {
-			seen[st.TraceID] = true
-			p.Done++
-		}
-		if st.Status == store.StatusError {
-			p.Errors++
-		}
-	}
-	return p
-}
-
-// runSummary computes the per-criterion results of a run from its scores
-// and statuses.
-func (s *Server) runSummary(ctx context.Context, run store.EvalRun) (runJSON, error) {
-	var cs []eval.Criterion
-	if err := json.Unmarshal(run.Criteria, &cs); err != nil {
-		return runJSON{}, fmt.Errorf("run %s: criteria: %w", run.ID, err)
-	}
-	statuses, err := s.st.RunStatuses(ctx, run.ID)
-	if err != nil {
-		return runJSON{}, err
-	}
-	scores, err := s.runScores(ctx, run)
+// runReport is a run with its progress and per-criterion summary.
+func (s *Server) runReport(ctx context.Context, run store.EvalRun) (runJSON, error) {
+	rep, err := s.runs.Report(ctx, run)
 	if err != nil {
 		return runJSON{}, err
 	}
 	out := toRunJSON(run)
-	out.Progress = s.runProgress(ctx, run, statuses)
-	out.Summary = eval.Summarize(cs, scores, statuses)
+	out.Progress, out.Summary = rep.Progress, rep.Summary
 	return out, nil
 }
 
-// runScores are the scores a run made (superseded ones too: they are the
-// run's verdicts even when a later run or a person graded again).
-func (s *Server) runScores(ctx context.Context, run store.EvalRun) ([]store.Score, error) {
-	return s.st.ListScores(ctx, store.ScoreFilter{RunID: run.ID, History: true})
-}
+// ResumeRuns starts again every run left running (by a restart or a
+// crash); traces they finished are not evaluated again.
+func (s *Server) ResumeRuns(ctx context.Context) error { return s.runs.Resume(ctx) }
+
+// StopRuns stops the runs in progress and waits for them; they stay
+// "running" in the store, so the next ResumeRuns goes on with them.
+func (s *Server) StopRuns() { s.runs.Stop() }
 
 func toRunJSON(r store.EvalRun) runJSON {
 	return runJSON{ID: r.ID, DatasetID: r.DatasetID, Name: r.Name, State: r.State, Error: r.Error, Criteria: r.Criteria,
@@ -476,39 +345,10 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, p *principal)
 	}); err != nil {
 		return err
 	}
-	var cs []eval.Criterion
-	if rawCriteria != nil {
-		if cs, err = eval.ParseCriteria(rawCriteria); err != nil {
-			return criteriaError(err)
-		}
-	} else {
-		saved, err := s.st.ListCriteria(r.Context(), d.ID)
-		if err != nil {
-			return err
-		}
-		if len(saved) == 0 {
-			return errorf(http.StatusUnprocessableEntity, codeInvalid, "dataset %s has no saved criteria; give \"criteria\"", d.Name)
-		}
-		list := []byte("[")
-		for i, c := range saved {
-			if i > 0 {
-				list = append(list, ',')
-			}
-			list = append(list, c.Definition...)
-		}
-		if cs, err = eval.ParseCriteria(append(list, ']')); err != nil {
-			return criteriaError(err)
-		}
-	}
-	if _, err := eval.CompileAll(cs, s.llm); err != nil {
-		return criteriaError(err)
-	}
-	frozen, _ := json.Marshal(cs)
-	run, err := s.st.CreateRun(r.Context(), store.EvalRun{DatasetID: d.ID, Name: name, Criteria: frozen, Total: d.TraceCount})
+	run, err := s.runs.Create(r.Context(), d, name, rawCriteria)
 	if err != nil {
 		return err
 	}
-	s.startRun(run)
 	writeJSON(w, http.StatusCreated, toRunJSON(run))
 	return nil
 }
@@ -557,7 +397,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, p *principal) er
 	if err != nil {
 		return err
 	}
-	out, err := s.runSummary(r.Context(), run)
+	out, err := s.runReport(r.Context(), run)
 	if err != nil {
 		return err
 	}
@@ -570,15 +410,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p *principal)
 	if err != nil {
 		return err
 	}
-	if ar := s.activeRun(run.ID); ar != nil {
-		ar.cancel(eval.ErrCancelled)
-		<-ar.done
-	} else if run.State == store.RunRunning {
-		if err := s.st.SetRunState(r.Context(), run.ID, store.RunCancelled, ""); err != nil {
-			return err
-		}
-	}
-	if run, err = s.st.Run(r.Context(), run.ID); err != nil {
+	if run, err = s.runs.Cancel(r.Context(), run); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, toRunJSON(run))
@@ -595,20 +427,15 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, p *principal)
 	}
 	ctx := r.Context()
 	send := eventStream(w)
-	if ar := s.activeRun(run.ID); ar != nil {
-		ch := make(chan eval.Progress, 16)
-		ar.mu.Lock()
-		ar.subs[ch] = struct{}{}
-		first := ar.prog
-		ar.mu.Unlock()
-		defer func() { ar.mu.Lock(); delete(ar.subs, ch); ar.mu.Unlock() }()
-		send("", map[string]any{"progress": first})
+	if watch, ok := s.runs.Watch(run.ID); ok {
+		defer watch.Close()
+		send("", map[string]any{"progress": watch.First})
 	loop:
 		for {
 			select {
-			case pr := <-ch:
+			case pr := <-watch.Updates:
 				send("", map[string]any{"progress": pr})
-			case <-ar.done:
+			case <-watch.Done:
 				break loop
 			case <-ctx.Done():
 				return nil
@@ -619,7 +446,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, p *principal)
 		send("error", map[string]any{"error": checkFailure{Code: codeInternal, Message: "cannot read the run"}})
 		return nil
 	}
-	out, err := s.runSummary(ctx, run)
+	out, err := s.runReport(ctx, run)
 	if err != nil {
 		send("error", map[string]any{"error": checkFailure{Code: codeInternal, Message: "cannot summarize the run"}})
 		return nil
@@ -637,20 +464,9 @@ func (s *Server) compareRuns(w http.ResponseWriter, r *http.Request, p *principa
 	if err != nil {
 		return err
 	}
-	if a.DatasetID != b.DatasetID {
-		return errorf(http.StatusUnprocessableEntity, codeInvalid, "runs %s and %s are of different datasets", a.ID, b.ID)
-	}
-	sa, err := s.runScores(r.Context(), a)
+	changes, err := s.runs.CompareRuns(r.Context(), a, b)
 	if err != nil {
 		return err
-	}
-	sb, err := s.runScores(r.Context(), b)
-	if err != nil {
-		return err
-	}
-	changes := eval.Compare(sa, sb)
-	if changes == nil {
-		changes = []eval.Change{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"before": a.ID, "after": b.ID, "changes": changes})
 	return nil
@@ -667,71 +483,10 @@ func (s *Server) evalStatus(w http.ResponseWriter, r *http.Request, p *principal
 	if err := s.settleDataset(r.Context(), d.ID); err != nil {
 		return err
 	}
-	ctx := r.Context()
-	statuses, err := s.st.LatestStatuses(ctx, d.ID)
+	out, running, err := s.runs.DatasetStatus(r.Context(), d.ID)
 	if err != nil {
 		return err
 	}
-	out := map[string]map[string]string{}
-	for _, st := range statuses {
-		if out[st.TraceID] == nil {
-			out[st.TraceID] = map[string]string{}
-		}
-		out[st.TraceID][st.Criterion] = st.Status
-	}
-	runs, err := s.st.ListRuns(ctx, d.ID)
-	if err != nil {
-		return err
-	}
-	var running []string
-	for _, run := range runs {
-		if run.State != store.RunRunning {
-			continue
-		}
-		running = append(running, run.ID)
-		var cs []eval.Criterion
-		if json.Unmarshal(run.Criteria, &cs) != nil {
-			continue
-		}
-		done, err := s.st.RunStatuses(ctx, run.ID)
-		if err != nil {
-			return err
-		}
-		finished := map[string]bool{}
-		for _, st := range done {
-			finished[st.TraceID] = true
-		}
-		for cursor := ""; ; {
-			page, next, err := s.st.ListTraces(ctx, d.ID, store.Page{Cursor: cursor, Limit: 1000})
-			if err != nil {
-				return err
-			}
-			for _, t := range page {
-				if finished[t.ID] {
-					continue
-				}
-				if out[t.ID] == nil {
-					out[t.ID] = map[string]string{}
-				}
-				for _, c := range cs {
-					if c.Evaluator != "human" {
-						out[t.ID][c.Name] = store.StatusInProgress
-					}
-				}
-			}
-			if next == "" {
-				break
-			}
-			cursor = next
-		}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"traces": out, "running": nonNilStrings(running)})
+	writeJSON(w, http.StatusOK, map[string]any{"traces": out, "running": running})
 	return nil
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

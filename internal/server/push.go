@@ -30,136 +30,20 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, p *principal) erro
 	if err := s.requireUser(r, p); err != nil {
 		return err
 	}
-	var (
-		messages    [][]trace.Event
-		traces      []*trace.Trace
-		annotations [][]trace.Annotation
-		metadata    []json.RawMessage
-		dataset     string
-		hasMessages bool
-		hasTraces   bool
-		hasAnns     bool
-		hasMeta     bool
-		hasDataset  bool
-	)
-	body, err := decodeBody(r, map[string]member{
-		"messages": func(s *jsonscan.Scanner) error {
-			hasMessages = true
-			if err := s.Expect(jsonscan.Array, "messages (a list of traces, each a list of events)"); err != nil {
-				return err
-			}
-			messages = [][]trace.Event{}
-			return s.Array(func(int) error {
-				evs, err := trace.DecodeEvents(s, "a trace (a list of events)")
-				messages = append(messages, evs)
-				return err
-			})
-		},
-		"traces": func(s *jsonscan.Scanner) error {
-			hasTraces = true
-			if err := s.Expect(jsonscan.Array, "traces (a list of canonical traces)"); err != nil {
-				return err
-			}
-			traces = []*trace.Trace{}
-			return s.Array(func(int) error {
-				t := new(trace.Trace)
-				traces = append(traces, t)
-				return trace.DecodeTrace(s, t)
-			})
-		},
-		"annotations": func(s *jsonscan.Scanner) error {
-			if s.Peek() == jsonscan.Null {
-				return s.Null()
-			}
-			hasAnns = true
-			if err := s.Expect(jsonscan.Array, "annotations (one list of annotations, or null, per trace)"); err != nil {
-				return err
-			}
-			annotations = [][]trace.Annotation{}
-			return s.Array(func(int) error {
-				if s.Peek() == jsonscan.Null {
-					annotations = append(annotations, nil)
-					return s.Null()
-				}
-				as, err := trace.DecodeAnnotations(s)
-				annotations = append(annotations, as)
-				return err
-			})
-		},
-		"metadata": func(s *jsonscan.Scanner) error {
-			if s.Peek() == jsonscan.Null {
-				return s.Null()
-			}
-			hasMeta = true
-			if err := s.Expect(jsonscan.Array, "metadata (one object, or null, per trace)"); err != nil {
-				return err
-			}
-			metadata = []json.RawMessage{}
-			return s.Array(func(int) error {
-				m, err := trace.DecodeObject(s, "metadata of a trace")
-				metadata = append(metadata, m)
-				return err
-			})
-		},
-		"dataset": optStr(&dataset, &hasDataset, "dataset (a name)"),
-	})
+	req, err := decodePush(r)
 	if err != nil {
 		return err
 	}
-	invalid := func(format string, args ...any) error {
-		return errorf(http.StatusUnprocessableEntity, codeInvalid, format, args...)
+	batch, err := req.newTraces(p.User.Name)
+	if err != nil {
+		return err
 	}
-	var batch []store.NewTrace
-	switch {
-	case hasMessages && hasTraces:
-		return invalid(`send either "messages" (the Invariant shape) or "traces" (canonical traces), not both`)
-	case hasMessages:
-		if len(messages) == 0 {
-			return invalid("messages must not be empty")
-		}
-		if hasAnns && len(annotations) != len(messages) {
-			return invalid("annotations has %d entries but messages has %d traces: give one list (or null) per trace", len(annotations), len(messages))
-		}
-		if hasMeta && len(metadata) != len(messages) {
-			return invalid("metadata has %d entries but messages has %d traces: give one object (or null) per trace", len(metadata), len(messages))
-		}
-		batch = make([]store.NewTrace, len(messages))
-		for i, evs := range messages {
-			t := &trace.Trace{Events: evs}
-			nt := store.NewTrace{Trace: t}
-			if hasMeta && metadata[i] != nil {
-				t.Metadata = metadata[i]
-				t.Name, nt.Hierarchy = nameAndHierarchy(metadata[i])
-			}
-			if hasAnns {
-				nt.Annotations = fromTraceAnnotations(annotations[i], p.User.Name)
-			}
-			batch[i] = nt
-		}
-	case hasTraces:
-		if len(traces) == 0 {
-			return invalid("traces must not be empty")
-		}
-		if hasAnns || hasMeta {
-			return invalid(`with "traces", annotations and metadata go inside each trace`)
-		}
-		batch = make([]store.NewTrace, len(traces))
-		for i, t := range traces {
-			nt := store.NewTrace{Trace: t, Annotations: fromTraceAnnotations(t.Annotations, p.User.Name)}
-			_, nt.Hierarchy = nameAndHierarchy(t.Metadata)
-			t.Annotations = nil
-			batch[i] = nt
-		}
-	default:
-		return jsonError(body, jsonscan.New(body).Errorf(`the body needs "messages": a list of traces, each a list of events`))
-	}
-
 	var datasetID string
-	if hasDataset {
-		if err := validName("dataset name", dataset); err != nil {
+	if req.hasDataset {
+		if err := validName("dataset name", req.dataset); err != nil {
 			return err
 		}
-		d, err := s.datasetForPush(r.Context(), p, dataset)
+		d, err := s.datasetForPush(r.Context(), p, req.dataset)
 		if err != nil {
 			return err
 		}
@@ -172,9 +56,144 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, p *principal) erro
 	resp := struct {
 		ID      []string `json:"id"`
 		Dataset string   `json:"dataset,omitempty"`
-	}{ids, dataset}
+	}{ids, req.dataset}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
+}
+
+// pushRequest is the body of a push, decoded.
+type pushRequest struct {
+	body        []byte
+	messages    [][]trace.Event // the Invariant shape
+	traces      []*trace.Trace  // Lookout's canonical traces
+	annotations [][]trace.Annotation
+	metadata    []json.RawMessage
+	dataset     string
+	hasMessages bool
+	hasTraces   bool
+	hasAnns     bool
+	hasMeta     bool
+	hasDataset  bool
+}
+
+// decodePush reads a push body; its members are checked by newTraces.
+func decodePush(r *http.Request) (pushRequest, error) {
+	var req pushRequest
+	body, err := decodeBody(r, map[string]member{
+		"messages": func(s *jsonscan.Scanner) error {
+			req.hasMessages = true
+			if err := s.Expect(jsonscan.Array, "messages (a list of traces, each a list of events)"); err != nil {
+				return err
+			}
+			req.messages = [][]trace.Event{}
+			return s.Array(func(int) error {
+				evs, err := trace.DecodeEvents(s, "a trace (a list of events)")
+				req.messages = append(req.messages, evs)
+				return err
+			})
+		},
+		"traces": func(s *jsonscan.Scanner) error {
+			req.hasTraces = true
+			if err := s.Expect(jsonscan.Array, "traces (a list of canonical traces)"); err != nil {
+				return err
+			}
+			req.traces = []*trace.Trace{}
+			return s.Array(func(int) error {
+				t := new(trace.Trace)
+				req.traces = append(req.traces, t)
+				return trace.DecodeTrace(s, t)
+			})
+		},
+		"annotations": func(s *jsonscan.Scanner) error {
+			if s.Peek() == jsonscan.Null {
+				return s.Null()
+			}
+			req.hasAnns = true
+			if err := s.Expect(jsonscan.Array, "annotations (one list of annotations, or null, per trace)"); err != nil {
+				return err
+			}
+			req.annotations = [][]trace.Annotation{}
+			return s.Array(func(int) error {
+				if s.Peek() == jsonscan.Null {
+					req.annotations = append(req.annotations, nil)
+					return s.Null()
+				}
+				as, err := trace.DecodeAnnotations(s)
+				req.annotations = append(req.annotations, as)
+				return err
+			})
+		},
+		"metadata": func(s *jsonscan.Scanner) error {
+			if s.Peek() == jsonscan.Null {
+				return s.Null()
+			}
+			req.hasMeta = true
+			if err := s.Expect(jsonscan.Array, "metadata (one object, or null, per trace)"); err != nil {
+				return err
+			}
+			req.metadata = []json.RawMessage{}
+			return s.Array(func(int) error {
+				m, err := trace.DecodeObject(s, "metadata of a trace")
+				req.metadata = append(req.metadata, m)
+				return err
+			})
+		},
+		"dataset": optStr(&req.dataset, &req.hasDataset, "dataset (a name)"),
+	})
+	req.body = body
+	return req, err
+}
+
+// newTraces checks a push's members against each other and makes the
+// traces to store; author is the author of their annotations.
+func (req *pushRequest) newTraces(author string) ([]store.NewTrace, error) {
+	invalid := func(format string, args ...any) error {
+		return errorf(http.StatusUnprocessableEntity, codeInvalid, format, args...)
+	}
+	switch {
+	case req.hasMessages && req.hasTraces:
+		return nil, invalid(`send either "messages" (the Invariant shape) or "traces" (canonical traces), not both`)
+	case req.hasMessages:
+		if len(req.messages) == 0 {
+			return nil, invalid("messages must not be empty")
+		}
+		if req.hasAnns && len(req.annotations) != len(req.messages) {
+			return nil, invalid("annotations has %d entries but messages has %d traces: give one list (or null) per trace", len(req.annotations), len(req.messages))
+		}
+		if req.hasMeta && len(req.metadata) != len(req.messages) {
+			return nil, invalid("metadata has %d entries but messages has %d traces: give one object (or null) per trace", len(req.metadata), len(req.messages))
+		}
+		batch := make([]store.NewTrace, len(req.messages))
+		for i, evs := range req.messages {
+			t := &trace.Trace{Events: evs}
+			nt := store.NewTrace{Trace: t}
+			if req.hasMeta && req.metadata[i] != nil {
+				t.Metadata = req.metadata[i]
+				t.Name, nt.Hierarchy = nameAndHierarchy(req.metadata[i])
+			}
+			if req.hasAnns {
+				nt.Annotations = fromTraceAnnotations(req.annotations[i], author)
+			}
+			batch[i] = nt
+		}
+		return batch, nil
+	case req.hasTraces:
+		if len(req.traces) == 0 {
+			return nil, invalid("traces must not be empty")
+		}
+		if req.hasAnns || req.hasMeta {
+			return nil, invalid(`with "traces", annotations and metadata go inside each trace`)
+		}
+		batch := make([]store.NewTrace, len(req.traces))
+		for i, t := range req.traces {
+			nt := store.NewTrace{Trace: t, Annotations: fromTraceAnnotations(t.Annotations, author)}
+			_, nt.Hierarchy = nameAndHierarchy(t.Metadata)
+			t.Annotations = nil
+			batch[i] = nt
+		}
+		return batch, nil
+	}
+	return nil, jsonError(req.body, jsonscan.New(req.body).Errorf(`the body needs "messages": a list of traces, each a list of events`))
 }
 
 // datasetForPush finds the caller's dataset by name, creating it (private)

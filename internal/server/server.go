@@ -83,11 +83,10 @@ type Server struct {
 	builder     *spanBuilder // builds traces whose spans were accepted (spans.go)
 	spanBacklog int64
 
-	llm             *eval.LLM
-	evalConcurrency int
-	runs            *runManager
-	checks          *policy.Limiter
-	detectorModel   *policy.DetectorModel
+	runs          *eval.Runs       // evaluation runs in the background (eval.go)
+	benchmarks    *eval.Benchmarks // making and scoring benchmarks (benchmarks.go)
+	checks        *policy.Limiter
+	detectorModel *policy.DetectorModel
 
 	minBodyRate    int64
 	bodyGrace      time.Duration
@@ -101,7 +100,7 @@ type Server struct {
 // New returns a server over cfg.Store.
 func New(cfg Config) *Server {
 	s := &Server{st: cfg.Store, log: cfg.Logger, maxBody: cfg.MaxBody, sessionTTL: cfg.SessionTTL,
-		llm: cfg.LLM, evalConcurrency: cfg.EvalConcurrency, runs: newRunManager(), checks: cfg.Checks, detectorModel: cfg.DetectorModel}
+		checks: cfg.Checks, detectorModel: cfg.DetectorModel}
 	if s.checks == nil {
 		n := runtime.GOMAXPROCS(0)
 		s.checks = policy.NewLimiter(n, 4*n, 2*time.Second)
@@ -117,6 +116,8 @@ func New(cfg Config) *Server {
 	}
 	s.builder = newSpanBuilder(cfg.Store, cfg.SpanQuiet, cfg.SpanMaxDelay, s.log, s.traceChanged)
 	s.spanBacklog = cfg.SpanBacklog
+	s.runs = eval.NewRuns(cfg.Store, eval.Runner{LLM: cfg.LLM, Concurrency: cfg.EvalConcurrency, DetectorModel: cfg.DetectorModel}, s.log)
+	s.benchmarks = &eval.Benchmarks{Store: cfg.Store, LLM: cfg.LLM, DetectorModel: cfg.DetectorModel, Settle: s.settleDataset}
 	if s.spanBacklog <= 0 {
 		s.spanBacklog = 20000
 	}

@@ -65,13 +65,9 @@ func newSpanBuilder(st pendingSpans, quiet, maxDelay time.Duration, log *slog.Lo
 // Once only.
 func (s *Server) StartSpanBuilder() { s.builder.start() }
 
-// Close writes the gateway's queued calls and stops building pending
-// traces; those left stay marked in the store for the next server. Safe to
-// call more than once, or never.
-func (s *Server) Close() {
-	s.closeGateway()
-	s.builder.close()
-}
+// stopSpanBuilder stops building pending traces; those left stay marked
+// in the store for the next server. No loop starts after it.
+func (s *Server) stopSpanBuilder() { s.builder.close() }
 
 func (b *spanBuilder) start() {
 	b.once.Do(func() {
