@@ -223,7 +223,7 @@ class Client:
              "mode": "skip-invalid" if skip_invalid else "all-or-nothing"}
         with self._open("POST", "/api/v1/datasets/%s/upload" % _q(d["id"]), q, body, "application/octet-stream") as resp:
             out = json.loads(resp.read())
-        return out.get("ids") or out.get("trace_ids") or [t.get("id") for t in out.get("traces", [])]
+        return out["ids"]
 
     # -- reading -------------------------------------------------------------
 
