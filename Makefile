@@ -46,8 +46,10 @@ all: build
 
 # A static binary (no cgo: SQLite is pure Go): it runs anywhere and starts
 # 3-5 ms sooner than a dynamically linked one (bench/README.md, Guardrails).
+# -buildvcs=auto stamps the commit for `lookout version` from a git checkout
+# even where GOFLAGS says -buildvcs=false. The Dockerfile builds the same.
 build:
-	CGO_ENABLED=0 $(GO) build -o lookout ./cmd/lookout
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o lookout ./cmd/lookout
 
 tools:
 	@test -x $(GOBIN)/staticcheck && $(GOBIN)/staticcheck -version | grep -q '$(STATICCHECK_VERSION:v%=%)' || \

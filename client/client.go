@@ -18,6 +18,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -42,9 +43,14 @@ func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
 // New returns a client for the server at baseURL (such as
-// http://127.0.0.1:8000).
+// http://127.0.0.1:8000; without a scheme, as in 127.0.0.1:8000, http:// is
+// assumed).
 func New(baseURL string, opts ...Option) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	raw := strings.TrimSpace(baseURL)
+	if raw != "" && !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(strings.TrimRight(raw, "/"))
 	if err != nil {
 		return nil, fmt.Errorf("server URL %q: %w", baseURL, err)
 	}
@@ -123,6 +129,9 @@ func (c *Client) sendAccept(ctx context.Context, method, path string, query url.
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("cannot connect to %s: is `lookout serve` running at %s? (%w)", c.base.Host, c.base, err)
+		}
 		return nil, err
 	}
 	if resp.StatusCode/100 == 2 {

@@ -26,7 +26,7 @@ the mean over tasks of the share of the task's traces that pass every
 pass/fail criterion (a task without traces scores 0). See README
 "Benchmarks".`,
 	}
-	cmd.AddCommand(newBenchmarkCreateCmd(), newBenchmarkRunCmd(), newBenchmarkLeaderboardCmd())
+	cmd.AddCommand(newBenchmarkCreateCmd(), newBenchmarkRunCmd(), newBenchmarkLeaderboardCmd(), newBenchmarkListCmd())
 	return cmd
 }
 

@@ -16,7 +16,7 @@ func newKeyCmd() *cobra.Command {
 		Use:   "key",
 		Short: "Manage API keys",
 	}
-	cmd.AddCommand(newKeyCreateCmd())
+	cmd.AddCommand(newKeyCreateCmd(), newKeyListCmd())
 	return cmd
 }
 

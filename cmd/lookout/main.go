@@ -28,13 +28,26 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Lookout imports, stores, shows and checks AI-agent traces",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(newMCPCmd()) // apart from the list below, which other branches extend
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newValidateCmd(), newConvertCmd(), newServeCmd(), newPushCmd(), newExportCmd(), newKeyCmd(), newUserCmd(), newCheckCmd(), newEvalCmd(), newSearchCmd(), newReindexCmd(), newBenchmarkCmd(), newPolicyCmd())
+	root.AddCommand(newValidateCmd(), newConvertCmd(), newServeCmd(), newPushCmd(), newExportCmd(), newKeyCmd(), newUserCmd(), newCheckCmd(), newEvalCmd(), newSearchCmd(), newReindexCmd(), newBenchmarkCmd(), newPolicyCmd(), newDatasetsCmd(), newVersionCmd())
 	return root
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, commit and Go version this binary was built from",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, args []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), versionString())
+		},
+	}
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -68,7 +68,7 @@ cannot start it or the Lookout server refuses the API key.`,
 			if err != nil {
 				return err
 			}
-			code := runMCP(cmdContext(cmd), mcpOptions{client: c, server: sf.server, dataset: dataset,
+			code := runMCP(cmdContext(cmd), mcpOptions{client: c, server: sf.serverURL(), dataset: dataset,
 				failOpen: failOpen, timeout: timeout, command: args},
 				cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if code != 0 {

@@ -24,10 +24,24 @@ type serverFlags struct {
 	server, apiKey string
 }
 
+// defaultServer is where client commands go without --server or
+// $LOOKOUT_SERVER: the address lookout serve listens on by default.
+const defaultServer = "http://127.0.0.1:8000"
+
 func (f *serverFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.server, "server", "", "Lookout server URL, such as http://127.0.0.1:8000")
+	cmd.Flags().StringVar(&f.server, "server", "", "Lookout server URL, such as http://127.0.0.1:8000 (default $LOOKOUT_SERVER, else "+defaultServer+"; http:// is assumed without a scheme)")
 	cmd.Flags().StringVar(&f.apiKey, "api-key", "", "API key (default $LOOKOUT_API_KEY; none needed for a local-mode server)")
-	_ = cmd.MarkFlagRequired("server")
+}
+
+// serverURL is --server, else $LOOKOUT_SERVER, else the default address.
+func (f *serverFlags) serverURL() string {
+	if f.server != "" {
+		return f.server
+	}
+	if s := os.Getenv("LOOKOUT_SERVER"); s != "" {
+		return s
+	}
+	return defaultServer
 }
 
 // dataset connects to the server and finds the dataset name there (the
@@ -47,7 +61,7 @@ func (f *serverFlags) client() (*client.Client, error) {
 	if key == "" {
 		key = os.Getenv("LOOKOUT_API_KEY")
 	}
-	return client.New(f.server, client.WithAPIKey(key), client.WithUserAgent("lookout-cli"))
+	return client.New(f.serverURL(), client.WithAPIKey(key), client.WithUserAgent("lookout-cli"))
 }
 
 func newPushCmd() *cobra.Command {

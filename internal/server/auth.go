@@ -53,7 +53,7 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 		if !strings.EqualFold(scheme, "Bearer") || key == "" {
 			return nil, errorf(http.StatusUnauthorized, codeUnauthorized, "the Authorization header must be \"Bearer <API key>\"")
 		}
-		return s.keyPrincipal(ctx, key)
+		return s.bearerPrincipal(r, key)
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
 		u, err := s.st.UserBySession(ctx, HashSecret(c.Value))
@@ -81,6 +81,22 @@ func (s *Server) keyPrincipal(ctx context.Context, key string) (*principal, erro
 		return nil, err
 	}
 	return &principal{User: u, Via: "key"}, nil
+}
+
+// bearerPrincipal is the owner of an API key, except that in local mode a
+// request from this machine is the local user whatever key it sends: the
+// Invariant SDK and the gateway's clients always send one, and there a key
+// grants nothing that no key does not. Once a user exists an unknown key is
+// 401 again.
+func (s *Server) bearerPrincipal(r *http.Request, key string) (*principal, error) {
+	p, err := s.keyPrincipal(r.Context(), key)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
+		if lp, lerr := s.localPrincipal(r); lp != nil || lerr != nil {
+			return lp, lerr
+		}
+	}
+	return p, err
 }
 
 // localPrincipal is the local user for a request from this machine while

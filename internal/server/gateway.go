@@ -370,7 +370,7 @@ func (s *Server) gatewayPrincipal(r *http.Request, provider string, header http.
 		}
 	}
 	if key != "" {
-		return s.keyPrincipal(r.Context(), key)
+		return s.bearerPrincipal(r, key)
 	}
 	if p, err := s.localPrincipal(r); p != nil || err != nil {
 		return p, err

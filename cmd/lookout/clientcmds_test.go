@@ -1,0 +1,162 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+// TestServerFromEnv: client commands need no --server when $LOOKOUT_SERVER
+// names one, and a server address without a scheme means http.
+func TestServerFromEnv(t *testing.T) {
+	url := startServer(t, cliBackends(t)[0].db(t))
+	inbox := filepath.Join(corpus, "seeds/invariant-inbox.json")
+
+	t.Setenv("LOOKOUT_SERVER", url)
+	if code, out, errOut := runCLI(t, "", "push", "--dataset", "env", inbox); code != 0 || !strings.Contains(out, "pushed 1 traces") {
+		t.Fatalf("push with $LOOKOUT_SERVER: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI(t, "", "export", "--dataset", "env"); code != 0 || !strings.Contains(out, `"What's in my inbox?"`) {
+		t.Fatalf("export with $LOOKOUT_SERVER: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// --server wins over the environment; "host:port" is http://host:port.
+	t.Setenv("LOOKOUT_SERVER", "http://127.0.0.1:1")
+	bare := strings.TrimPrefix(url, "http://")
+	for _, server := range []string{bare, bare + "/", "localhost:" + bare[strings.LastIndex(bare, ":")+1:]} {
+		if code, out, errOut := runCLI(t, "", "export", "--server", server, "--dataset", "env"); code != 0 || !strings.Contains(out, "messages") {
+			t.Errorf("export --server %s: exit %d\n%s%s", server, code, out, errOut)
+		}
+	}
+}
+
+// TestServerRefused: a server that is not there is named, with the command
+// that would start it, and the exit status is 2.
+func TestServerRefused(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	for _, args := range [][]string{
+		{"export", "--server", addr, "--dataset", "x"},
+		{"datasets", "--server", "http://" + addr},
+		{"push", "--server", addr, "--dataset", "x", filepath.Join(corpus, "seeds/invariant-inbox.json")},
+	} {
+		code, _, errOut := runCLI(t, "", args...)
+		want := "is `lookout serve` running at http://" + addr + "?"
+		if code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d, want 2 and %q in stderr:\n%s", args[0], code, want, errOut)
+		}
+	}
+}
+
+// TestListCommands: lookout datasets, key list and benchmark list against a
+// server, as tables and as JSON lines.
+func TestListCommands(t *testing.T) {
+	db := cliBackends(t)[0].db(t)
+	url := startServer(t, db)
+	t.Setenv("LOOKOUT_SERVER", url)
+
+	// Empty lists are a header only.
+	if code, out, errOut := runCLI(t, "", "datasets"); code != 0 || out != "OWNER  NAME  TRACES  VISIBILITY  LAST PUSH  ID\n" {
+		t.Fatalf("datasets on an empty server: exit %d %q %s", code, out, errOut)
+	}
+
+	traces := `{"messages":[{"role":"user","content":"a"}],"metadata":{"task_id":"t1","reward":1}}
+{"messages":[{"role":"user","content":"b"}],"metadata":{"task_id":"t2","reward":0}}
+`
+	if code, _, errOut := runCLI(t, traces, "push", "--dataset", "runs", "-"); code != 0 {
+		t.Fatalf("push: exit %d: %s", code, errOut)
+	}
+	code, out, errOut := runCLI(t, "", "datasets")
+	if code != 0 || !regexp.MustCompile(`(?m)^local\s+runs\s+2\s+private\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\s+[0-9a-f-]{36}$`).MatchString(out) {
+		t.Fatalf("datasets: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, "", "datasets", "--json", "--mine")
+	var d struct {
+		Name       string `json:"name"`
+		TraceCount int    `json:"trace_count"`
+	}
+	if code != 0 || strings.Count(out, "\n") != 1 || json.Unmarshal([]byte(out), &d) != nil || d.Name != "runs" || d.TraceCount != 2 {
+		t.Fatalf("datasets --json: exit %d %q", code, out)
+	}
+
+	// key list: the server's keys of the caller, never the key itself.
+	code, key, errOut := runCLI(t, "", "key", "create", "--db", db, "--name", "laptop")
+	if code != 0 {
+		t.Fatalf("key create: exit %d: %s", code, errOut)
+	}
+	key = strings.TrimSpace(key)
+	code, out, errOut = runCLI(t, "", "key", "list")
+	if code != 0 || !regexp.MustCompile(`(?m)^NAME\s+KEY\s+CREATED\s+LAST USED\s+REVOKED\s+ID\n^laptop\s+…`+regexp.QuoteMeta(key[len(key)-4:])+`\s+\d{4}-\d\d-\d\d \S+\s+-\s+-\s+[0-9a-f-]{36}$`).MatchString(out) || strings.Contains(out, key) {
+		t.Fatalf("key list: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, "", "key", "list", "--json", "--api-key", key); code != 0 || !strings.Contains(out, `"name":"laptop"`) || strings.Contains(out, key) {
+		t.Fatalf("key list --json: exit %d %q", code, out)
+	}
+
+	// benchmark list: each version, newest first.
+	dir := t.TempDir()
+	criteria := filepath.Join(dir, "criteria.yaml")
+	if err := os.WriteFile(criteria, []byte(benchmarkCriteria), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if code, out, errOut := runCLI(t, "", "benchmark", "create", "--dataset", "runs", "--name", "tasks", "--criteria", criteria); code != 0 {
+			t.Fatalf("benchmark create: exit %d\n%s%s", code, out, errOut)
+		}
+	}
+	code, out, errOut = runCLI(t, "", "benchmark", "list")
+	if code != 0 || !regexp.MustCompile(`^BENCHMARK\s+TASKS\s+VISIBILITY\s+CREATED\s+ID\nlocal/tasks@2\s+2\s+private\s+.*\nlocal/tasks@1\s+2\s+private\s+.*\n$`).MatchString(out) {
+		t.Fatalf("benchmark list: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, "", "benchmark", "list", "--json"); code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"version":2`) {
+		t.Fatalf("benchmark list --json: exit %d %q", code, out)
+	}
+
+	// Once users exist, a list without a key is refused with the reason.
+	if code, _, errOut := runCLI(t, "pw\n", "user", "create", "--db", db, "alice"); code != 0 {
+		t.Fatalf("user create: %s", errOut)
+	}
+	if code, _, errOut := runCLI(t, "", "key", "list"); code != 2 || !strings.Contains(errOut, "401") {
+		t.Errorf("key list without a key once users exist: exit %d: %s", code, errOut)
+	}
+}
+
+// TestVersion: lookout version and --version print the same line, with the
+// Go version; the commit comes from the build info when go build stamped it.
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI(t, "", "version")
+	if code != 0 || !strings.HasPrefix(out, "lookout ") || !strings.HasSuffix(out, runtime.Version()+"\n") {
+		t.Fatalf("version: exit %d %q", code, out)
+	}
+	if code, out2, _ := runCLI(t, "", "--version"); code != 0 || out2 != out {
+		t.Errorf("--version: exit %d %q, want %q", code, out2, out)
+	}
+
+	tests := []struct {
+		bi   debug.BuildInfo
+		want string
+	}{
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, "lookout (devel), go1.26.8"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.3.0"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0ba5f10e66814f12decb3caf6b758134b5cc4268"}, {Key: "vcs.time", Value: "2026-11-25T19:29:50Z"}, {Key: "vcs.modified", Value: "false"},
+		}}, "lookout v0.3.0, commit 0ba5f10e6681 (2026-11-25T19:29:50Z), go1.26.8"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0ba5f10e6681"}, {Key: "vcs.modified", Value: "true"},
+		}}, "lookout (devel), commit 0ba5f10e6681+dirty, go1.26.8"},
+	}
+	for _, tc := range tests {
+		if got := versionOf(&tc.bi); got != tc.want {
+			t.Errorf("versionOf = %q, want %q", got, tc.want)
+		}
+	}
+}
