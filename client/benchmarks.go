@@ -25,6 +25,7 @@ type Benchmark struct {
 	Items           json.RawMessage `json:"items,omitempty"`
 	ItemCount       int             `json:"item_count"`
 	CreatedAt       time.Time       `json:"created_at"`
+	Warnings        []string        `json:"warnings,omitempty"` // from a create only
 }
 
 // NewBenchmark is what CreateBenchmark sends: the tasks come from a dataset,

@@ -82,6 +82,9 @@ dataset, traces without the key, or a usage error.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s@%d: %d tasks (id %s)\n", b.Owner, b.Name, b.Version, b.ItemCount, b.ID)
+			for _, w := range b.Warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), "lookout: warning:", w)
+			}
 			return nil
 		},
 	}

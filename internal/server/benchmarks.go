@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -38,11 +39,13 @@ type benchmarkJSON struct {
 	Items           json.RawMessage `json:"items,omitempty"`
 	ItemCount       int             `json:"item_count"`
 	CreatedAt       time.Time       `json:"created_at"`
+	// Warnings are said once, in the answer to the create.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func toBenchmarkJSON(b store.Benchmark) benchmarkJSON {
 	return benchmarkJSON{b.ID, b.OwnerName, b.Name, b.Version, b.Description, b.Public, b.SourceDatasetID, b.Key,
-		b.Criteria, b.Items, b.ItemCount, b.CreatedAt}
+		b.Criteria, b.Items, b.ItemCount, b.CreatedAt, nil}
 }
 
 type benchmarkResultJSON struct {
@@ -125,7 +128,13 @@ func (s *Server) createBenchmark(w http.ResponseWriter, r *http.Request, p *prin
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, toBenchmarkJSON(b))
+	out := toBenchmarkJSON(b)
+	if b.Public && !d.Public {
+		// Allowed, as the owner asked, but said: a public benchmark's tasks
+		// are readable by anyone, though its dataset is not.
+		out.Warnings = append(out.Warnings, fmt.Sprintf("benchmark %s is public but its dataset %q is private: anyone, signed in or not, can read its %d tasks' first messages and reference answers", b.Name, d.Name, b.ItemCount))
+	}
+	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
 

@@ -54,8 +54,20 @@ func TestBenchmarkScenarios(t *testing.T) {
 		var b struct{ ID string }
 		f.must(201, "POST", "/api/v1/benchmarks", "alice", `{"name": "quiz", "dataset": "`+ids["tasks"]+`", "reference": "answer", "criteria": `+quizCriteria+`}`).json(t, &b)
 		ids["quiz"] = b.ID
-		f.must(201, "POST", "/api/v1/benchmarks", "alice", `{"name": "open", "public": true, "dataset": "`+ids["tasks"]+`", "reference": "answer", "criteria": `+quizCriteria+`}`).json(t, &b)
-		ids["open"] = b.ID
+		var warned struct {
+			ID       string
+			Warnings []string
+		}
+		f.must(201, "POST", "/api/v1/benchmarks", "alice", `{"name": "open", "public": true, "dataset": "`+ids["tasks"]+`", "reference": "answer", "criteria": `+quizCriteria+`}`).json(t, &warned)
+		ids["open"] = warned.ID
+		if len(warned.Warnings) != 1 || !strings.Contains(warned.Warnings[0], `dataset "tasks" is private`) {
+			t.Errorf("a public benchmark of a private dataset: warnings %q", warned.Warnings)
+		}
+		warned.Warnings = nil
+		f.must(201, "POST", "/api/v1/benchmarks", "alice", `{"name": "open-of-public", "public": true, "dataset": "`+ids["apub"]+`", "criteria": `+quizCriteria+`}`).json(t, &warned)
+		if len(warned.Warnings) != 0 {
+			t.Errorf("a public benchmark of a public dataset: warnings %q", warned.Warnings)
+		}
 		f.must(201, "POST", "/api/v1/benchmarks", "alice", `{"name": "gone", "dataset": "`+ids["tasks"]+`", "criteria": `+quizCriteria+`}`).json(t, &b)
 		ids["gone"] = b.ID
 		f.must(201, "POST", "/api/v1/benchmarks/"+ids["open"]+"/runs", "bob", `{"dataset": "`+ids["bp"]+`"}`)
