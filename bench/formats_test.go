@@ -12,9 +12,8 @@ import (
 
 	"github.com/lookout-dev/lookout/bench/corpusdata"
 	"github.com/lookout-dev/lookout/internal/formats"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 )
-
-const corpusDir = "../../shared/corpus"
 
 // decode reads every trace of data and returns the event count.
 func decode(b *testing.B, r io.Reader, name string) int {
@@ -51,7 +50,7 @@ func BenchmarkCorpus(b *testing.B) {
 		var inputs [][]byte
 		var size int64
 		for _, f := range files[name] {
-			data, err := os.ReadFile(filepath.Join(corpusDir, f))
+			data, err := os.ReadFile(testcorpus.File(b, f))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -74,7 +73,7 @@ func BenchmarkCorpus(b *testing.B) {
 // from the tau-bench traces, from disk, as `lookout validate` reads it.
 func BenchmarkInvariantJSONL200MB(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "traces.jsonl")
-	size, traces, err := corpusdata.WriteJSONL(path, corpusDir, 200<<20)
+	size, traces, err := corpusdata.WriteJSONL(path, testcorpus.Dir(b), 200<<20)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lookout-dev/lookout/bench/corpusdata"
 	"github.com/lookout-dev/lookout/internal/search"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -13,7 +14,7 @@ import (
 // before a row of the index is written. Bytes are those of the traces'
 // canonical JSON.
 func BenchmarkSearchIndex(b *testing.B) {
-	traces, err := corpusdata.Traces(corpusDir, corpusdata.TauBench)
+	traces, err := corpusdata.Traces(testcorpus.Dir(b), corpusdata.TauBench)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 )
 
 // benchmarkCriteria is the criteria file of README "Benchmarks".
@@ -24,7 +26,7 @@ const benchmarkCriteria = `criteria:
 func TestBenchmarkCLI(t *testing.T) {
 	db := cliBackends(t)[0].db(t)
 	url := startServer(t, db)
-	tau := filepath.Join(corpus, "openai/tau-bench/gpt-4o-airline.json")
+	tau := testcorpus.File(t, "openai/tau-bench/gpt-4o-airline.json")
 	if code, _, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "tau", tau); code != 0 {
 		t.Fatalf("push: exit %d: %s", code, errOut)
 	}

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 )
 
 // writeFile writes content to name in a fresh temporary directory and
@@ -32,7 +34,7 @@ const twoTraces = `[{"role":"user","content":"inbox?"},{"role":"assistant","cont
 
 func TestCheckText(t *testing.T) {
 	pol := writeFile(t, "inbox.iv", inboxPolicy)
-	inbox := filepath.Join(corpus, "seeds/invariant-inbox.json")
+	inbox := testcorpus.File(t, "seeds/invariant-inbox.json")
 	code, out, errOut := runCLI(t, "", "check", "--policy", pol, inbox)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 (a violation)\nstdout: %s\nstderr: %s", code, out, errOut)
@@ -119,7 +121,7 @@ func TestCheckTauBench(t *testing.T) {
     (call: ToolCall)
     call is tool:cancel_reservation
 `)
-	tau := filepath.Join(corpus, "openai/tau-bench/gpt-4o-airline.json")
+	tau := testcorpus.File(t, "openai/tau-bench/gpt-4o-airline.json")
 	code, out, errOut := runCLI(t, "", "check", "--policy", pol, "--json", tau)
 	if code != 1 || errOut != "" {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
@@ -189,7 +191,7 @@ func TestCheckParams(t *testing.T) {
 }
 
 func TestCheckPolicyErrors(t *testing.T) {
-	inbox := filepath.Join(corpus, "seeds/invariant-inbox.json")
+	inbox := testcorpus.File(t, "seeds/invariant-inbox.json")
 	tests := []struct {
 		name   string
 		policy string

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 )
 
 // issueCriteria is the criteria file of the README and the issue.
@@ -35,7 +37,7 @@ func TestEvalExitCodes(t *testing.T) {
 
 func evalExitCodes(t *testing.T, db string) {
 	url := startServer(t, db)
-	tau := filepath.Join(corpus, "openai/tau-bench/gpt-4o-airline.json")
+	tau := testcorpus.File(t, "openai/tau-bench/gpt-4o-airline.json")
 	if code, _, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "tau", tau); code != 0 {
 		t.Fatalf("push: exit %d: %s", code, errOut)
 	}

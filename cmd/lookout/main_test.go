@@ -7,9 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-)
 
-const corpus = "../../../shared/corpus"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
+)
 
 func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -19,15 +19,15 @@ func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stder
 }
 
 func TestValidate(t *testing.T) {
-	inbox := filepath.Join(corpus, "seeds/invariant-inbox.json")
+	inbox := testcorpus.File(t, "seeds/invariant-inbox.json")
 	inboxData, err := os.ReadFile(inbox)
 	if err != nil {
 		t.Fatal(err)
 	}
-	otel := filepath.Join(corpus, "otel/any-agent/OPENAI_trace.json")
-	chatml := filepath.Join(corpus, "otel/langfuse/autogen-2025-06-06.chatml.json")
-	dup := filepath.Join(corpus, "openai/explorer/duplicate_index.jsonl")
-	tau := filepath.Join(corpus, "openai/tau-bench/gpt-4o-airline.json")
+	otel := testcorpus.File(t, "otel/any-agent/OPENAI_trace.json")
+	chatml := testcorpus.File(t, "otel/langfuse/autogen-2025-06-06.chatml.json")
+	dup := testcorpus.File(t, "openai/explorer/duplicate_index.jsonl")
+	tau := testcorpus.File(t, "openai/tau-bench/gpt-4o-airline.json")
 	tests := []struct {
 		name   string
 		args   []string
@@ -105,7 +105,7 @@ func TestConvertRoundTrip(t *testing.T) {
 }
 
 func TestConvertErrors(t *testing.T) {
-	inbox := filepath.Join(corpus, "seeds/invariant-inbox.json")
+	inbox := testcorpus.File(t, "seeds/invariant-inbox.json")
 	if code, _, _ := runCLI(t, "", "convert", "--to", "yaml", inbox); code != 2 {
 		t.Errorf("--to yaml: exit %d, want 2", code)
 	}

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 )
 
 // policyFlow flags an email sent after reading the inbox.
@@ -26,7 +28,7 @@ func TestPolicyCLI(t *testing.T) {
 
 func policyCLI(t *testing.T, db string) {
 	url := startServer(t, db)
-	inbox := filepath.Join(corpus, "seeds/invariant-inbox.json")
+	inbox := testcorpus.File(t, "seeds/invariant-inbox.json")
 	if code, _, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "agent", inbox); code != 0 {
 		t.Fatalf("push: exit %d: %s", code, errOut)
 	}
@@ -107,7 +109,7 @@ func policyCLI(t *testing.T, db string) {
 func TestPolicyReadmeExample(t *testing.T) {
 	rules := writeFile(t, "rules.iv", fencedBlock(t, readmeSection(t, "\n## Guardrails\n"), "python")+"\n")
 	url := startServer(t, filepath.Join(t.TempDir(), "lookout.db"))
-	if code, _, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "inbox", filepath.Join(corpus, "seeds/invariant-inbox.json")); code != 0 {
+	if code, _, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "inbox", testcorpus.File(t, "seeds/invariant-inbox.json")); code != 0 {
 		t.Fatalf("push: exit %d: %s", code, errOut)
 	}
 	session := fencedBlock(t, readmeSection(t, "\n### Saved policies from the command line\n"), "console")

@@ -3,12 +3,12 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/formats"
 	"github.com/lookout-dev/lookout/internal/search"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 )
 
 func TestSearchCLI(t *testing.T) {
@@ -19,7 +19,7 @@ func TestSearchCLI(t *testing.T) {
 
 func searchCLI(t *testing.T, db string) {
 	url := startServer(t, db)
-	tau := filepath.Join(corpus, "openai/tau-bench/gpt-4o-airline.json")
+	tau := testcorpus.File(t, "openai/tau-bench/gpt-4o-airline.json")
 	if code, _, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "air", tau); code != 0 {
 		t.Fatalf("push: %s", errOut)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lookout-dev/lookout/client"
 	"github.com/lookout-dev/lookout/internal/server"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -40,8 +41,8 @@ func TestPushAndExport(t *testing.T) {
 
 func pushAndExport(t *testing.T, db string) {
 	url := startServer(t, db)
-	tau := filepath.Join(corpus, "openai/tau-bench/gpt-4o-airline.json")
-	webarena := filepath.Join(corpus, "openai/explorer/webarena.jsonl")
+	tau := testcorpus.File(t, "openai/tau-bench/gpt-4o-airline.json")
+	webarena := testcorpus.File(t, "openai/explorer/webarena.jsonl")
 
 	code, out, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "bench", "--batch", "64", tau, webarena)
 	if code != 0 {
@@ -132,7 +133,7 @@ func TestPushRejected(t *testing.T) {
 		t.Errorf("summary %q", out)
 	}
 	// A file in no readable format is rejected input too.
-	chatml := filepath.Join(corpus, "otel/langfuse/autogen-2025-06-06.chatml.json")
+	chatml := testcorpus.File(t, "otel/langfuse/autogen-2025-06-06.chatml.json")
 	if code, _, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "mixed", chatml); code != 1 || !strings.Contains(errOut, "unsupported format langfuse-chatml") {
 		t.Errorf("unsupported file: exit %d: %s", code, errOut)
 	}
@@ -242,7 +243,7 @@ func userAndKeyCreate(t *testing.T, db string) {
 	}
 	// Without a key, a push is refused now: exit 2 with the server's reason.
 	t.Setenv("LOOKOUT_API_KEY", "")
-	inbox := filepath.Join(corpus, "seeds/invariant-inbox.json")
+	inbox := testcorpus.File(t, "seeds/invariant-inbox.json")
 	code, _, errOut = runCLI(t, "", "push", "--server", url, "--dataset", "d", inbox)
 	if code != 2 || !strings.Contains(errOut, "authentication required") {
 		t.Errorf("push without a key: exit %d: %s", code, errOut)

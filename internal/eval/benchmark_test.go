@@ -11,14 +11,14 @@ import (
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/formats/invariant"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
-
-const tauBenchFile = "../../../shared/corpus/openai/tau-bench/gpt-4o-airline.json"
 
 // tauBench decodes the tau-bench file with the importer.
 func tauBench(t *testing.T) []SourceTrace {
 	t.Helper()
+	tauBenchFile := testcorpus.File(t, "openai/tau-bench/gpt-4o-airline.json")
 	f, err := os.Open(tauBenchFile)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func rawRuns(t *testing.T) []struct {
 	Trial  int     `json:"trial"`
 } {
 	t.Helper()
-	data, err := os.ReadFile(tauBenchFile)
+	data, err := os.ReadFile(testcorpus.File(t, "openai/tau-bench/gpt-4o-airline.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

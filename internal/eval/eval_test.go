@@ -14,6 +14,7 @@ import (
 	"github.com/lookout-dev/lookout/internal/chat/chattest"
 	"github.com/lookout-dev/lookout/internal/formats"
 	"github.com/lookout-dev/lookout/internal/policy"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -200,7 +201,7 @@ func TestLLMEvaluator(t *testing.T) {
 
 // TestStepTargets grades every AI_RESPONSE step of the Snorkel seed.
 func TestStepTargets(t *testing.T) {
-	f, err := os.Open("../../../shared/corpus/seeds/snorkel-example.json")
+	f, err := os.Open(testcorpus.File(t, "seeds/snorkel-example.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,9 @@ import (
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
 	"github.com/lookout-dev/lookout/internal/formats/invariant"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
-
-const corpusDir = "../../../shared/corpus"
 
 // manifestRow is one file of shared/corpus/MANIFEST.md.
 type manifestRow struct {
@@ -30,7 +29,7 @@ type manifestRow struct {
 // the corpus is tested without touching this test.
 func readManifest(t testing.TB) []manifestRow {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(corpusDir, "MANIFEST.md"))
+	data, err := os.ReadFile(testcorpus.File(t, "MANIFEST.md"))
 	if err != nil {
 		t.Fatalf("the shared corpus must sit beside the repository: %v", err)
 	}
@@ -96,7 +95,7 @@ func decodeAll(t testing.TB, data []byte, name string, f Format) (traces []*trac
 func TestCorpus(t *testing.T) {
 	for _, row := range readManifest(t) {
 		t.Run(row.path, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(corpusDir, row.path))
+			data, err := os.ReadFile(testcorpus.File(t, row.path))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +204,7 @@ func clip(b []byte) string {
 
 // TestExamplesMatchSeeds keeps examples/ an exact copy of the corpus seeds.
 func TestExamplesMatchSeeds(t *testing.T) {
-	seeds, err := filepath.Glob(filepath.Join(corpusDir, "seeds", "*"))
+	seeds, err := filepath.Glob(filepath.Join(testcorpus.Dir(t), "seeds", "*"))
 	if err != nil || len(seeds) == 0 {
 		t.Fatalf("no seeds found: %v", err)
 	}
@@ -226,7 +225,7 @@ func TestExamplesMatchSeeds(t *testing.T) {
 // it picks: nothing may panic, and what decodes must round-trip.
 func FuzzDetect(f *testing.F) {
 	for _, row := range readManifest(f) {
-		data, err := os.ReadFile(filepath.Join(corpusDir, row.path))
+		data, err := os.ReadFile(testcorpus.File(f, row.path))
 		if err != nil {
 			f.Fatal(err)
 		}

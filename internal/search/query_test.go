@@ -264,10 +264,13 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{`refund`, `"a b" OR (c -d)`, `meta:reward>=0.5 tool:x`, `has:violation:"p q"`, `events>3`, `-(-a)`, `((`, `"`, `日本 meta:k%v`} {
 		f.Add(s)
 	}
-	if data, err := os.ReadFile(filepath.Join("testdata", "queries.txt")); err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
-			f.Add(line)
-		}
+	// the store conformance suite's queries (storetest.SearchQueries)
+	data, err := os.ReadFile(filepath.Join("..", "store", "storetest", "testdata", "search_queries.txt"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f.Add(line)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		q, err := Parse(s)

@@ -20,6 +20,7 @@ import (
 	"github.com/lookout-dev/lookout/internal/store/postgres/pgtest"
 	"github.com/lookout-dev/lookout/internal/store/sqlite"
 	"github.com/lookout-dev/lookout/internal/store/storetest"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -281,7 +282,7 @@ func TestEvalSnorkelSteps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		file, err := os.Open(filepath.Join(corpusDir, "seeds/snorkel-example.json"))
+		file, err := os.Open(testcorpus.File(t, "seeds/snorkel-example.json"))
 		if err != nil {
 			t.Fatal(err)
 		}

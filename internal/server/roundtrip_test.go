@@ -17,10 +17,9 @@ import (
 	"github.com/lookout-dev/lookout/client"
 	"github.com/lookout-dev/lookout/internal/formats"
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
-
-const corpusDir = "../../../shared/corpus"
 
 // sdkPush is a body as Invariant's Python SDK sends it
 // (push_trace(messages, annotations, dataset, metadata), batched).
@@ -162,6 +161,7 @@ func readCorpus(t *testing.T) []corpusFile {
 	t.Helper()
 	var files []corpusFile
 	unsupported, rejected := 0, 0
+	corpusDir := testcorpus.Dir(t)
 	err := filepath.WalkDir(corpusDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || strings.HasSuffix(path, ".md") {
 			return err

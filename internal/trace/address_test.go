@@ -16,12 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
-)
-
-// Paths to the shared corpus and conformance suite, from this package's directory.
-const (
-	corpusDir      = "../../../shared/corpus"
-	conformanceDir = "../../../shared/conformance/invariant"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 )
 
 func TestParseAddress(t *testing.T) {
@@ -637,7 +632,7 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 func TestResolveCorpusAnnotations(t *testing.T) {
 	found := map[string]bool{}
 	for _, name := range []string{"with_annotations.jsonl", "sample_data.jsonl"} {
-		for _, row := range readJSONL(t, filepath.Join(corpusDir, "openai/explorer", name)) {
+		for _, row := range readJSONL(t, filepath.Join(testcorpus.Dir(t), "openai/explorer", name)) {
 			var anns []struct{ Address string }
 			if row["annotations"] == nil || json.Unmarshal(row["annotations"], &anns) != nil {
 				continue
@@ -687,7 +682,7 @@ func TestResolveCorpusAnnotations(t *testing.T) {
 // and "\r\n") resolves to what a plain split gives, and one past the last
 // line is an error.
 func TestResolveCorpusLines(t *testing.T) {
-	rows := readJSONL(t, filepath.Join(corpusDir, "openai/explorer/line_numbers.jsonl"))
+	rows := readJSONL(t, filepath.Join(testcorpus.Dir(t), "openai/explorer/line_numbers.jsonl"))
 	checked, crlf := 0, false
 	for _, row := range rows {
 		if row["messages"] == nil {
@@ -753,9 +748,10 @@ type conformanceCase struct {
 
 func conformanceCases(t *testing.T) []conformanceCase {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(conformanceDir, "test_*.json"))
+	dir := testcorpus.Conformance(t, "invariant")
+	files, err := filepath.Glob(filepath.Join(dir, "test_*.json"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("conformance suite missing under %s: %v", conformanceDir, err)
+		t.Fatalf("conformance suite missing under %s: %v", dir, err)
 	}
 	var all []conformanceCase
 	for _, f := range files {
@@ -883,7 +879,7 @@ func fuzzSeeds(t testing.TB) []string {
 		"foo.bar", "messages[2]x", "messages.0.content:bbox-5,0,1,1", `messages.0["abc`, "messages.0\xff", "",
 		"spans.s1.attributes.gen_ai.system:0-4", `messages.0.x["\ud83d\ude00"]`, `messages.0.x["\ud800"]`,
 	}
-	files, _ := filepath.Glob(filepath.Join(conformanceDir, "test_*.json"))
+	files, _ := filepath.Glob(filepath.Join(testcorpus.Conformance(t, "invariant"), "test_*.json"))
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 )
 
 // BenchmarkDecodeEventsTauBench measures the event decoder alone, without
 // line splitting or format logic, over the 4 MB tau-bench file.
 func BenchmarkDecodeEventsTauBench(b *testing.B) {
-	data, err := os.ReadFile("../../../shared/corpus/openai/tau-bench/gpt-4o-airline.json")
+	data, err := os.ReadFile(testcorpus.File(b, "openai/tau-bench/gpt-4o-airline.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,17 +7,14 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
-
-// corpusDir is the shared corpus, read in place.
-const corpusDir = "../../../../shared/corpus"
 
 // corpusFiles are the bedrock-agent-events rows of shared/corpus/MANIFEST.md.
 var corpusFiles = []string{
@@ -35,7 +32,7 @@ var corpusFiles = []string{
 
 func readCorpus(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(corpusDir, name))
+	data, err := os.ReadFile(testcorpus.File(t, name))
 	if err != nil {
 		t.Fatalf("the shared corpus must sit beside the repository: %v", err)
 	}

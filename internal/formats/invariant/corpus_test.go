@@ -14,15 +14,14 @@ import (
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
-
-// corpusDir is the shared corpus, read in place.
-const corpusDir = "../../../../shared/corpus"
 
 // corpusFiles lists the corpus files of the shapes this package reads.
 func corpusFiles(t testing.TB) []string {
 	t.Helper()
+	corpusDir := testcorpus.Dir(t)
 	var files []string
 	for _, pat := range []string{
 		"openai/explorer/*.jsonl",
@@ -45,14 +44,15 @@ func corpusFiles(t testing.TB) []string {
 
 func readCorpus(t testing.TB, rel string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(corpusDir, rel))
+	data, err := os.ReadFile(testcorpus.File(t, rel))
 	if err != nil {
-		t.Fatalf("the shared corpus must be at %s: %v", corpusDir, err)
+		t.Fatal(err)
 	}
 	return data
 }
 
 func rel(path string) string {
+	corpusDir, _ := testcorpus.Find("corpus") // corpusFiles found it
 	r, _ := filepath.Rel(corpusDir, path)
 	return filepath.ToSlash(r)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
@@ -15,17 +14,15 @@ import (
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
-
-// corpusDir is the shared corpus, read in place.
-const corpusDir = "../../../../shared/corpus"
 
 const seedFile = "seeds/mlflow-bedrock-trace.json"
 
 func readCorpus(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(corpusDir, name))
+	data, err := os.ReadFile(testcorpus.File(t, name))
 	if err != nil {
 		t.Fatalf("the shared corpus must sit beside the repository: %v", err)
 	}

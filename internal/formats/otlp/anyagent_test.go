@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -48,7 +49,7 @@ func bigHex(t *testing.T, n json.Number, digits int) string {
 // from the raw JSON with encoding/json and math/big, independently of the
 // decoder.
 func TestAnyAgentExact(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(corpusDir, "otel/any-agent/*.json"))
+	files, _ := filepath.Glob(filepath.Join(testcorpus.Dir(t), "otel/any-agent/*.json"))
 	if len(files) != 7 {
 		t.Fatalf("found %d any-agent dumps, want 7", len(files))
 	}

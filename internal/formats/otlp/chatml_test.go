@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
-
-const corpusDir = "../../../../shared/corpus"
 
 // chatmlResult is one side of a Langfuse ChatML parse result.
 type chatmlResult struct {
@@ -199,7 +198,7 @@ func clip(s string) string {
 // difference is one of the explained ones (chatmlExplained, documented in
 // the package's mapping table). It prints the result per file.
 func TestLangfuseChatML(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(corpusDir, "otel/langfuse/*.trace.json"))
+	files, err := filepath.Glob(filepath.Join(testcorpus.Dir(t), "otel/langfuse/*.trace.json"))
 	if err != nil || len(files) < 20 {
 		t.Fatalf("found %d Langfuse exports: %v", len(files), err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -21,7 +22,7 @@ import (
 // files (each Langfuse observation and any-agent span also alone, so that
 // the engine has small inputs to work on).
 func FuzzDecode(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join(corpusDir, "otel/*/*.json"))
+	files, _ := filepath.Glob(filepath.Join(testcorpus.Dir(f), "otel/*/*.json"))
 	n := 0
 	for _, p := range files {
 		if strings.HasSuffix(p, ".chatml.json") {

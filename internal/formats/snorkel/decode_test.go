@@ -6,24 +6,21 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
-
-// corpusDir is the shared corpus, read in place.
-const corpusDir = "../../../../shared/corpus"
 
 const seedFile = "seeds/snorkel-example.json"
 
 func readCorpus(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(corpusDir, name))
+	data, err := os.ReadFile(testcorpus.File(t, name))
 	if err != nil {
 		t.Fatalf("the shared corpus must sit beside the repository: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/lookout-dev/lookout/internal/formats"
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -32,36 +33,12 @@ var corpus struct {
 	err   error
 }
 
-// CorpusDir finds the shared corpus: shared/corpus beside the repository
-// (the directory holding go.mod), found by walking up from the working
-// directory, which is the test's package directory.
-func CorpusDir() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			c := filepath.Join(dir, "..", "shared", "corpus")
-			if _, err := os.Stat(filepath.Join(c, "MANIFEST.md")); err != nil {
-				return "", errors.New("the shared corpus must sit beside the repository, at " + c)
-			}
-			return c, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory: cannot find the shared corpus")
-		}
-		dir = parent
-	}
-}
-
 // Corpus decodes every file of the shared corpus the importers read, once
 // per process. The traces are shared: copy one before changing it.
 func Corpus(tb testing.TB) []CorpusFile {
 	tb.Helper()
 	corpus.once.Do(func() {
-		corpus.dir, corpus.err = CorpusDir()
+		corpus.dir, corpus.err = testcorpus.Find("corpus")
 		if corpus.err != nil {
 			return
 		}

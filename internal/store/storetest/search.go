@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,75 +22,20 @@ import (
 )
 
 // SearchQueries are the conformance queries over the corpus dataset the
-// search suite builds (see corpusSearchDataset): texts common and rare,
-// filters of every kind, negation, OR and groups.
-var SearchQueries = []string{
-	// texts
-	`reservation`,
-	`RESERVATION`,
-	`baggage`,
-	`"cancel my reservation"`,
-	`refund`,
-	`weather`,
-	`marshmallow`,
-	`ab`,
-	`x`,
-	`"I'm sorry"`,
-	`get_user`,
-	`user_id`,
-	`Nobel`,
-	`mars`,
-	`é`,
-	`zzzz-not-there`,
-	`reservation baggage`,
-	`reservation -baggage`,
-	`refund OR baggage`,
-	`(refund OR baggage) -cancel`,
-	`-reservation`,
-	`"http://"`,
-	// filters
-	`role:user`,
-	`role:user2`,
-	`-role:system`,
-	`tool:cancel_reservation`,
-	`tool:CANCEL_RESERVATION`,
-	`tool:book_reservation OR tool:update_reservation_flights`,
-	`tool:think -tool:calculate`,
-	`kind:LLM`,
-	`kind:tool OR kind:agent`,
-	`kind:retrieval`,
-	`is:annotated`,
-	`not:annotated`,
-	`has:violation`,
-	`has:violation:"no refunds"`,
-	`policy:"other rule"`,
-	`-has:violation`,
-	`meta:reward=1`,
-	`meta:reward=1.0`,
-	`meta:reward!=1`,
-	`meta:reward>0.5`,
-	`meta:reward<=0`,
-	`meta:info.user_cost>0.1`,
-	`meta:info.user_cost<0.05`,
-	`meta:success=true`,
-	`meta:task_id=10`,
-	`meta:info.task.user_id%mia`,
-	`meta:nosuchkey=1`,
-	`meta:nosuchkey!=1`,
-	`events>20`,
-	`events<=3`,
-	`events=1`,
-	`dataset:corpus`,
-	`dataset:other`,
-	// combinations
-	`tool:cancel_reservation meta:reward=1 refund`,
-	`role:tool reservation events<15`,
-	`(tool:get_weather OR weather) -role:system`,
-	`is:annotated has:violation`,
-	`has:violation:"no refunds" OR is:annotated`,
-	`meta:reward>0.5 -tool:transfer_to_human_agents`,
-	`kind:llm gpt`,
-}
+// search suite builds (see corpusSearchDataset), read from
+// testdata/search_queries.txt.
+var SearchQueries = func() []string {
+	var qs []string
+	for line := range strings.SplitSeq(searchQueriesFile, "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			qs = append(qs, line)
+		}
+	}
+	return qs
+}()
+
+//go:embed testdata/search_queries.txt
+var searchQueriesFile string
 
 func testSearchConformance(t *testing.T, open func(t *testing.T) store.Store) {
 	e := newEnv(t, open)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lookout-dev/lookout/internal/formats"
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -138,7 +139,7 @@ func TestHierarchy(t *testing.T) {
 func corpusTraces(tb testing.TB) []*trace.Trace {
 	tb.Helper()
 	var out []*trace.Trace
-	root := "../../../../../shared/corpus"
+	root := testcorpus.Dir(tb)
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || strings.HasSuffix(p, ".md") {
 			return err
