@@ -32,7 +32,7 @@ type scenario struct {
 	absent []string // regexps the body must not match
 }
 
-// The cases every endpoint is tried with (issue 3: "success, bad JSON
+// The cases every endpoint is tried with ("success, bad JSON
 // (message names the place), wrong types, missing auth, another user's
 // private dataset, too-large body, unknown dataset"). Which of them apply to
 // which endpoint is in notApplicable; TestScenarios fails when an endpoint

@@ -271,7 +271,7 @@ type Store interface {
 	Close() error
 }
 
-// ---- search (issue 6) ----
+// ---- search ----
 
 // SearchOptions asks for one page of a search.
 type SearchOptions struct {
@@ -326,7 +326,7 @@ type Search interface {
 	SearchIndexStats(ctx context.Context) (SearchIndexStats, error)
 }
 
-// ---- OpenTelemetry spans (issue 8) ----
+// ---- OpenTelemetry spans ----
 
 // SpanGroup is spans of one OpenTelemetry trace, each an opaque document
 // under its span id.
@@ -391,7 +391,7 @@ type PendingBuild struct {
 	Err     error
 }
 
-// ---- evaluation (issue 7) ----
+// ---- evaluation ----
 
 // Score is a grade of a trace, or of one place in it (an event or a span),
 // on one criterion. Scores are versioned: a new score on the same target and

@@ -1,4 +1,4 @@
-// The server SearchBackend: the search API (issue 6) answers from the
+// The server SearchBackend: the search API answers from the
 // store's index, a page of matching traces at a time, with the exact places
 // of the query's texts in each.
 import { api } from './api';
