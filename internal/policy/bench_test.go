@@ -10,21 +10,20 @@ import (
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/policy"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
 // Benchmarks time Analyze alone, on traces decoded beforehand, and report
-// traces per second (go test ./internal/policy -run '^$' -bench . -cpu 1). Goals (issue 4, one core): one-variable tool-name rule
+// traces per second (go test ./internal/policy -run '^$' -bench . -cpu 1). Goals (one core; bench/README.md): one-variable tool-name rule
 // >= 37,000 traces/s, output->call flow rule >= 11,000, regex over assistant
 // messages >= 24,000 on tau-bench airline (200 traces); near-linear growth of
 // the flow rule with trace length.
 
-const tauBench = "../../../shared/corpus/openai/tau-bench/gpt-4o-airline.json"
-
 // loadTauBench reads the file: a JSON array of {task_id, reward, info, traj,
 // trial} with the events under traj.
 func loadTauBench(tb testing.TB) [][]trace.Event {
-	data, err := os.ReadFile(tauBench)
+	data, err := os.ReadFile(testcorpus.File(tb, "openai/tau-bench/gpt-4o-airline.json"))
 	if err != nil {
 		tb.Fatalf("tau-bench corpus: %v", err)
 	}

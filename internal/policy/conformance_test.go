@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/policy"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -24,8 +26,6 @@ import (
 // every mode with every expectation key except the Python-AST assertions.
 // Every case whose needs are met by the registered detectors must pass, and
 // CONFORMANCE.md must list exactly the cases that fail.
-
-const conformanceDir = "../../../shared/conformance/invariant"
 
 var updateConformance = flag.Bool("update", false, "rewrite the generated tables of CONFORMANCE.md from this run")
 
@@ -38,10 +38,17 @@ type confCase struct {
 	Pending        json.RawMessage            `json:"pending"`
 	Steps          []confStep                 `json:"steps"`
 	Parameters     map[string]any             `json:"parameters"`
+	Limits         *confLimits                `json:"limits"` // Lookout's budgets; unset fields keep policy.DefaultLimits
 	RaiseUnhandled bool                       `json:"raise_unhandled"`
 	Expect         map[string]json.RawMessage `json:"expect"`
 	Needs          []string                   `json:"needs"`
 	Notes          string                     `json:"notes"`
+}
+
+type confLimits struct {
+	Steps      int64 `json:"steps"`
+	Memory     int64 `json:"memory"`
+	Violations int   `json:"violations"`
 }
 
 type confStep struct {
@@ -91,6 +98,7 @@ func needsMet(needs []string) (bool, []string) {
 }
 
 func loadCases(t testing.TB) map[string][]confCase {
+	conformanceDir := testcorpus.Conformance(t, "invariant")
 	files, err := filepath.Glob(filepath.Join(conformanceDir, "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("conformance suite not found in %s (err %v)", conformanceDir, err)
@@ -178,17 +186,23 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// lookoutCasesDir holds Lookout-owned cases in the suite's format: behaviour
-// of Invariant's analyzer that its own test-suite does not cover, each
-// case's notes saying where in Invariant it comes from.
-const lookoutCasesDir = "testdata/conformance"
+// lookoutCasesDirs hold Lookout-owned cases in the suite's format:
+// testdata/conformance has behaviour of Invariant's analyzer that its own
+// test-suite does not cover, each case's notes saying where in Invariant it
+// comes from; testdata/lookout has Lookout-only semantics (budgets, ranges),
+// each case's notes saying why Lookout behaves so.
+var lookoutCasesDirs = []string{"testdata/conformance", "testdata/lookout"}
 
 // TestConformanceLookoutCases runs the Lookout-owned cases; every one must
 // pass.
 func TestConformanceLookoutCases(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(lookoutCasesDir, "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no cases in %s (err %v)", lookoutCasesDir, err)
+	var files []string
+	for _, dir := range lookoutCasesDirs {
+		fs, err := filepath.Glob(filepath.Join(dir, "*.json"))
+		if err != nil || len(fs) == 0 {
+			t.Fatalf("no cases in %s (err %v)", dir, err)
+		}
+		files = append(files, fs...)
 	}
 	names := map[string]bool{}
 	for _, f := range files {
@@ -343,6 +357,19 @@ func runCase(c confCase) error {
 	if err != nil {
 		return checkError(c.Expect, err)
 	}
+	if c.Limits != nil {
+		l := policy.DefaultLimits
+		if c.Limits.Steps > 0 {
+			l.Steps = c.Limits.Steps
+		}
+		if c.Limits.Memory > 0 {
+			l.Memory = c.Limits.Memory
+		}
+		if c.Limits.Violations > 0 {
+			l.Violations = c.Limits.Violations
+		}
+		p.SetLimits(l)
+	}
 	switch mode {
 	case "analyze", "analyze_pending":
 		var res *policy.Result
@@ -488,6 +515,10 @@ func checkResult(expect map[string]json.RawMessage, res *policy.Result, traceJSO
 		}
 		return "[" + strings.Join(s, "; ") + "]"
 	}
+	var ordered []string
+	for _, v := range vs {
+		ordered = append(ordered, v.Ranges...)
+	}
 	keys := make([]string, 0, len(expect))
 	for k := range expect {
 		keys = append(keys, k)
@@ -526,6 +557,18 @@ func checkResult(expect map[string]json.RawMessage, res *policy.Result, traceJSO
 				if allRanges[r] != (k == "ranges") {
 					return fmt.Errorf("%s: %q; got %s", k, r, describe())
 				}
+			}
+		case "ranges_exact": // every range of every violation, in order
+			var rs []string
+			json.Unmarshal(raw, &rs)
+			if !slices.Equal(ordered, rs) {
+				return fmt.Errorf("ranges %q, want %q", ordered, rs)
+			}
+		case "truncated":
+			var want bool
+			json.Unmarshal(raw, &want)
+			if res.Truncated != want {
+				return fmt.Errorf("truncated %v, want %v (%d violations)", res.Truncated, want, len(vs))
 			}
 		case "ranges_count":
 			var n int

@@ -247,68 +247,6 @@ raise "p" if:
 	}
 }
 
-func TestRanges(t *testing.T) {
-	cases := []struct {
-		name, policy, trace string
-		want                []string
-	}{
-		{"in marks every occurrence, in code points", `
-raise "x" if:
-    (m: Message)
-    "X" in m.content`, `[{"role": "user", "content": "äX bX"}]`, []string{"0", "0.content:1-2", "0.content:4-5"}},
-		{"match and find", `
-raise "x" if:
-    (m: Message)
-    match("H(i)", m.content)
-    any(find("\d+", m.content))`, `[{"role": "user", "content": "Hi 12 and 345"}]`, []string{"0", "0.content:0-2", "0.content:3-5", "0.content:10-13"}},
-		{"chunks", `
-raise "x" if:
-    (m: Message)
-    (c: str) in text(m.content)
-    "b" in c`, `[{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "xbx"}]}]`, []string{"0", "0.content.1.text", "0.content.1.text:1-2"}},
-		{"arguments", `
-raise "x" if:
-    (c: ToolCall)
-    "DEF" in c.function.arguments.text
-    "se" in c.function.name`, `[{"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function", "function": {"name": "send", "arguments": {"text": "abc DEF"}}}]}]`,
-			[]string{"0.tool_calls.0", "0.tool_calls.0.function.name:0-2", "0.tool_calls.0.function.arguments.text:4-7"}},
-		{"count in a rule with variables marks inside them only", `
-raise "x" if:
-    (c: ToolCall)
-    count(min=1):
-        (o: ToolOutput)
-        c -> o
-        "ok" in o.content
-        "f" in c.function.name`, `[{"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": {}}}]}, {"role": "tool", "tool_call_id": "1", "content": "ok"}]`,
-			[]string{"0.tool_calls.0", "0.tool_calls.0.function.name:0-1"}},
-		{"count in a rule without variables marks what it counted", `
-raise "x" if:
-    count(min=1):
-        (o: ToolOutput)
-        "ok" in o.content`, `[{"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": {}}}]}, {"role": "tool", "tool_call_id": "1", "content": "ok"}]`,
-			[]string{"1", "1.content:0-2"}},
-		{"tools and parameters", `
-raise "x" if:
-    (p: ToolParameter)
-    "user" in p.name`, `[{"tools": [{"name": "login", "description": "d", "inputSchema": {"type": "object", "properties": {"pw": {"type": "string"}, "username": {"type": "string"}}}}]}]`,
-			[]string{"0.tools.0.inputSchema.properties.username"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			r, err := analyze(t, c.policy, c.trace, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(r.Violations) != 1 {
-				t.Fatalf("want 1 violation, got %s", summary(r))
-			}
-			if got := r.Violations[0].Ranges; strings.Join(got, " ") != strings.Join(c.want, " ") {
-				t.Errorf("ranges %q, want %q", got, c.want)
-			}
-		})
-	}
-}
-
 func TestViolationShape(t *testing.T) {
 	r, err := analyze(t, `
 raise PolicyViolation("found", m, n=1, s="x") if:
@@ -481,19 +419,11 @@ raise "x" if:
     (d: Message)
     (e: Message)
     a.content + b.content + c.content + d.content + e.content == "nope"`)
-	p.SetLimits(policy.Limits{Steps: 1_000_000})
+	// the steps budget: testdata/lookout/budgets.json
+	var re *policy.RuntimeError
+	p.SetLimits(policy.Limits{Steps: 1 << 62, Time: 50 * time.Millisecond})
 	start := time.Now()
 	_, err := p.Analyze(events(t, tr), nil)
-	var re *policy.RuntimeError
-	if !errors.As(err, &re) || re.Class != policy.ClassBudget || !strings.Contains(re.Msg, "1000000 steps") {
-		t.Fatalf("want a budget error, got %v", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("budget error took %v", d)
-	}
-	p.SetLimits(policy.Limits{Steps: 1 << 62, Time: 50 * time.Millisecond})
-	start = time.Now()
-	_, err = p.Analyze(events(t, tr), nil)
 	if !errors.As(err, &re) || re.Class != policy.ClassBudget || !strings.Contains(re.Msg, "time budget") {
 		t.Fatalf("want a time budget error, got %v", err)
 	}

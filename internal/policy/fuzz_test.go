@@ -9,6 +9,7 @@ import (
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/policy"
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -148,7 +149,7 @@ func FuzzAnalyze(f *testing.F) {
 	f.Add([]byte(fuzzTrace))
 	// traces of the shared corpus: the Invariant seed and a few tau-bench
 	// conversations (tool calls with JSON arguments, long outputs)
-	if b, err := os.ReadFile("../../../shared/corpus/seeds/invariant-inbox.json"); err == nil {
+	if b, err := os.ReadFile(testcorpus.File(f, "seeds/invariant-inbox.json")); err == nil {
 		f.Add(b)
 	} else {
 		f.Fatal(err)
