@@ -11,7 +11,8 @@ import (
 	"github.com/lookout-dev/lookout/internal/store/sqlite"
 )
 
-// TestMain stops the throwaway PostgreSQL cluster pgtest may start.
+// TestMain stops the throwaway PostgreSQL cluster pgtest may start and
+// fails the run when the tests leave goroutines running (leaktest).
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 type storeUnderTest = store.Store

@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lookout-dev/lookout/internal/leaktest"
 )
 
 // EnvURL names the variable that points the tests at an existing server
@@ -52,11 +54,13 @@ var shared struct {
 }
 
 // Main runs the package's tests and benchmarks, stops the throwaway cluster
-// if one was started, and exits.
+// if one was started, checks that the tests left no goroutines running
+// (leaktest), and exits.
 func Main(m *testing.M) {
 	shared.mu.Lock()
 	shared.inMain = true
 	shared.mu.Unlock()
+	leaks := leaktest.Start()
 	code := m.Run()
 	shared.mu.Lock()
 	c := shared.c
@@ -70,7 +74,7 @@ func Main(m *testing.M) {
 			}
 		}
 	}
-	os.Exit(code)
+	os.Exit(leaktest.Check(code, leaks)) // after the cluster stops, with its goroutine
 }
 
 // ServerURL returns the URL of the server the tests use (starting the
