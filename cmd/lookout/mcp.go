@@ -155,9 +155,16 @@ func runMCP(ctx context.Context, o mcpOptions, stdin io.Reader, stdout, stderr i
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	done := make(chan struct{}) // signal.Stop does not close sigs
+	defer close(done)
 	go func() {
-		for sig := range sigs {
-			_ = child.Process.Signal(sig)
+		for {
+			select {
+			case sig := <-sigs:
+				_ = child.Process.Signal(sig)
+			case <-done:
+				return
+			}
 		}
 	}()
 
