@@ -10,13 +10,15 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 )
 
 // TestServerFromEnv: client commands need no --server when $LOOKOUT_SERVER
 // names one, and a server address without a scheme means http.
 func TestServerFromEnv(t *testing.T) {
 	url := startServer(t, cliBackends(t)[0].db(t))
-	inbox := filepath.Join(corpus, "seeds/invariant-inbox.json")
+	inbox := testcorpus.File(t, "seeds/invariant-inbox.json")
 
 	t.Setenv("LOOKOUT_SERVER", url)
 	if code, out, errOut := runCLI(t, "", "push", "--dataset", "env", inbox); code != 0 || !strings.Contains(out, "pushed 1 traces") {
@@ -48,7 +50,7 @@ func TestServerRefused(t *testing.T) {
 	for _, args := range [][]string{
 		{"export", "--server", addr, "--dataset", "x"},
 		{"datasets", "--server", "http://" + addr},
-		{"push", "--server", addr, "--dataset", "x", filepath.Join(corpus, "seeds/invariant-inbox.json")},
+		{"push", "--server", addr, "--dataset", "x", testcorpus.File(t, "seeds/invariant-inbox.json")},
 	} {
 		code, _, errOut := runCLI(t, "", args...)
 		want := "is `lookout serve` running at http://" + addr + "?"

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lookout-dev/lookout/internal/testcorpus"
 )
 
 // debianPython is Debian's python3 (the one the Python client's tests are
@@ -39,7 +41,7 @@ func needPython(t *testing.T) string {
 func TestPythonClient(t *testing.T) {
 	py := needPython(t)
 	srv := startChild(t, filepath.Join(t.TempDir(), "py.db"))
-	corpusAbs, err := filepath.Abs(corpus)
+	corpusAbs, err := filepath.Abs(testcorpus.Dir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
