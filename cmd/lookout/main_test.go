@@ -89,7 +89,11 @@ func TestConvertRoundTrip(t *testing.T) {
 					if !strings.HasPrefix(converted, `{"`) || !strings.Contains(converted, `"events":[`) {
 						t.Fatalf("canonical output looks wrong: %.200s", converted)
 					}
-					continue
+					// Canonical output reads back, to the same canonical output.
+					code, again, errOut := runCLI(t, converted, "convert", "--to", "canonical", "-")
+					if code != 0 || again != converted {
+						t.Fatalf("canonical output read back (exit %d, %s):\n%.300s\nwant\n%.300s", code, errOut, again, converted)
+					}
 				}
 				code, got, errOut := runCLI(t, converted, "validate", "--json", "-")
 				if code != 0 {

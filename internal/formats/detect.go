@@ -103,6 +103,8 @@ func Detect(head []byte) (Format, error) {
 			// Invariant and canonical traces may carry a span tree beside
 			// their events; MLflow and OTel span dumps never have messages.
 			return Invariant, nil
+		case has("events") && (has("events[].role") || has("events[].content") || has("spans") || has("metadata") || has("annotations") || has("index")):
+			return Invariant, nil // canonical traces, read as Invariant's with events for messages
 		case has("spans") && (has("final_output") || has("spans[].parent") || has("spans[].context.trace_id") && !has("spans[].parent_id")):
 			return OTel, nil // SDK span dump (any-agent)
 		case has("context", "name") && (has("kind") || has("parent_id") || has("parent")) && !has("spans"):

@@ -45,6 +45,15 @@ func (d *decoder) decodeTraceObject(s *jsonscan.Scanner, tr *trace.Trace, info *
 			evs, err := d.events(s, "messages")
 			tr.Events = evs
 			return err
+		case "events":
+			// The canonical model's name for them (convert --to canonical,
+			// export --format canonical), read back as messages are.
+			if !info.messages && s.Peek() == jsonscan.Array {
+				info.messages = true
+				evs, err := d.events(s, "events")
+				tr.Events = evs
+				return err
+			}
 		case "metadata":
 			info.metadata = true
 			info.metadataOff = s.Offset()
