@@ -98,7 +98,7 @@ usage error.`,
 				c.file(name, cmd.InOrStdin(), f)
 			}
 			if !asJSON {
-				fmt.Fprintf(c.out, "%d traces checked, %d with violations, %d violations\n", c.traces, c.failing, c.violations)
+				fmt.Fprintln(c.out, c.summary())
 			}
 			if err := c.out.Flush(); err != nil {
 				return err
@@ -154,6 +154,7 @@ type checker struct {
 	stderr io.Writer
 
 	traces, failing, violations int
+	errored                     int  // traces the policy failed on
 	policyFailed                bool // a runtime error of the policy
 	invalid                     bool // a trace could not be read
 	unreadable                  bool // a file could not be opened
@@ -194,6 +195,25 @@ func (c *checker) file(name string, stdin io.Reader, f formats.Format) {
 	}
 }
 
+// summary is the last line of the text output. Traces the policy failed on
+// were not checked: they are not counted as checked with no violations.
+func (c *checker) summary() string {
+	checked := c.traces - c.errored
+	out := fmt.Sprintf("%s checked, %d with violations, %s", plural(checked, "trace"), c.failing, plural(c.violations, "violation"))
+	if c.errored > 0 {
+		out += fmt.Sprintf("; %s not checked: the policy failed on %s (see above)", plural(c.errored, "trace"), map[bool]string{true: "it", false: "them"}[c.errored == 1])
+	}
+	return out
+}
+
+// plural is "1 trace", "2 traces".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // checkLine is one line of --json output.
 type checkLine struct {
 	File   string       `json:"file,omitempty"`
@@ -230,6 +250,7 @@ func (c *checker) trace(file string, idx int, t *trace.Trace) {
 	}
 	if err != nil {
 		c.policyFailed = true
+		c.errored++
 		fmt.Fprintf(c.stderr, "%s%v\n", prefix, err)
 		if c.json {
 			ce := &checkError{Class: policy.ClassInternal, Message: err.Error()}

@@ -39,7 +39,7 @@ func TestCheckText(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 (a violation)\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
-	want := "trace 0: assistant read the inbox [messages.1.tool_calls.0]\n1 traces checked, 1 with violations, 1 violations\n"
+	want := "trace 0: assistant read the inbox [messages.1.tool_calls.0]\n1 trace checked, 1 with violations, 1 violation\n"
 	if out != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", out, want)
 	}
@@ -50,8 +50,26 @@ func TestCheckText(t *testing.T) {
 	// A policy that nothing violates: exit 0.
 	clean := writeFile(t, "clean.iv", "raise \"deleted\" if:\n    (call: ToolCall)\n    call is tool:delete_everything\n")
 	code, out, _ = runCLI(t, "", "check", "--policy", clean, inbox)
-	if code != 0 || out != "1 traces checked, 0 with violations, 0 violations\n" {
+	if code != 0 || out != "1 trace checked, 0 with violations, 0 violations\n" {
 		t.Errorf("clean policy: exit %d, stdout %q", code, out)
+	}
+}
+
+// TestCheckMissingParam: traces the policy fails on (here for want of a
+// --param) are not reported as checked with no violations.
+func TestCheckMissingParam(t *testing.T) {
+	pol := writeFile(t, "param.iv", "raise \"named\" if:\n    (msg: Message)\n    msg.content == input.name\n")
+	traces := writeFile(t, "two.jsonl", twoTraces)
+	code, out, errOut := runCLI(t, "", "check", "--policy", pol, traces)
+	if code != 2 || out != "0 traces checked, 0 with violations, 0 violations; 2 traces not checked: the policy failed on them (see above)\n" {
+		t.Errorf("without --param: exit %d, stdout %q", code, out)
+	}
+	if !strings.Contains(errOut, "input.name") {
+		t.Errorf("stderr does not name the missing parameter: %s", errOut)
+	}
+	code, out, _ = runCLI(t, "", "check", "--policy", pol, "--param", "name=hello", traces)
+	if code != 1 || out != "trace 1: named [messages.0]\n2 traces checked, 1 with violations, 1 violation\n" {
+		t.Errorf("with --param: exit %d, stdout %q", code, out)
 	}
 }
 

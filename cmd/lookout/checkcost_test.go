@@ -38,7 +38,7 @@ func TestCheckTruncated(t *testing.T) {
 	tr := writeFile(t, "t.jsonl", "["+strings.Join(msgs, ",")+"]\n")
 	code, out, _ := runCLI(t, "", "check", "--policy", pol, tr)
 	if code != 1 || !strings.Contains(out, "trace 0: violations truncated at 1000: the rule has more\n") ||
-		!strings.HasSuffix(out, "1 traces checked, 1 with violations, 1000 violations\n") {
+		!strings.HasSuffix(out, "1 trace checked, 1 with violations, 1000 violations\n") {
 		t.Fatalf("exit %d, stdout tail %q", code, out[max(0, len(out)-300):])
 	}
 	code, out, _ = runCLI(t, "", "check", "--json", "--policy", pol, tr)

@@ -21,7 +21,7 @@ func TestServerFromEnv(t *testing.T) {
 	inbox := testcorpus.File(t, "seeds/invariant-inbox.json")
 
 	t.Setenv("LOOKOUT_SERVER", url)
-	if code, out, errOut := runCLI(t, "", "push", "--dataset", "env", inbox); code != 0 || !strings.Contains(out, "pushed 1 traces") {
+	if code, out, errOut := runCLI(t, "", "push", "--dataset", "env", inbox); code != 0 || !strings.Contains(out, "pushed 1 trace") {
 		t.Fatalf("push with $LOOKOUT_SERVER: exit %d\n%s%s", code, out, errOut)
 	}
 	if code, out, errOut := runCLI(t, "", "export", "--dataset", "env"); code != 0 || !strings.Contains(out, `"What's in my inbox?"`) {

@@ -38,7 +38,7 @@ func TestCheckDetectorEndpoint(t *testing.T) {
 	t.Setenv(detectorKeyEnv, "sk-test")
 	pol := writeFile(t, "pi.iv", injectionPolicy)
 	code, out, errOut := runCLI(t, injectionTraces, "check", "--policy", pol, "--detector-endpoint", fake.URL, "--detector-model", "llama3.1", "-")
-	want := "trace 0: prompt injection in a tool output [messages.1, messages.1.content:4-37]\n2 traces checked, 1 with violations, 1 violations\n"
+	want := "trace 0: prompt injection in a tool output [messages.1, messages.1.content:4-37]\n2 traces checked, 1 with violations, 1 violation\n"
 	if code != 1 || out != want {
 		t.Fatalf("exit %d\nstdout: %s\nwant: %s\nstderr: %s", code, out, want, errOut)
 	}

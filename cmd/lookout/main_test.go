@@ -35,14 +35,14 @@ func TestValidate(t *testing.T) {
 		code   int
 		stdout []string // regexps, one per line, in order
 	}{
-		{"valid file", []string{"validate", inbox}, "", 0, []string{`^` + regexp.QuoteMeta(inbox) + `: 1 traces, 4 events$`}},
+		{"valid file", []string{"validate", inbox}, "", 0, []string{`^` + regexp.QuoteMeta(inbox) + `: 1 trace, 4 events$`}},
 		{"tau-bench", []string{"validate", tau}, "", 0, []string{`: 200 traces, 5308 events$`}},
-		{"stdin", []string{"validate", "-"}, string(inboxData), 0, []string{`^-: 1 traces, 4 events$`}},
-		{"forced format", []string{"validate", "--format", "invariant", inbox}, "", 0, []string{`: 1 traces, 4 events$`}},
-		{"otel span dump", []string{"validate", otel}, "", 0, []string{`^` + regexp.QuoteMeta(otel) + `: 1 traces, 7 events$`}},
+		{"stdin", []string{"validate", "-"}, string(inboxData), 0, []string{`^-: 1 trace, 4 events$`}},
+		{"forced format", []string{"validate", "--format", "invariant", inbox}, "", 0, []string{`: 1 trace, 4 events$`}},
+		{"otel span dump", []string{"validate", otel}, "", 0, []string{`^` + regexp.QuoteMeta(otel) + `: 1 trace, 7 events$`}},
 		{"unsupported file", []string{"validate", chatml}, "", 1, []string{`^` + regexp.QuoteMeta(chatml) + `: unsupported format langfuse-chatml: `}},
 		{"explorer rejection with line", []string{"validate", dup}, "", 1, []string{`^` + regexp.QuoteMeta(dup) + `:\d+:\d+: .*[Dd]uplicate index`}},
-		{"valid and invalid", []string{"validate", inbox, dup}, "", 1, []string{`: 1 traces, 4 events$`, `[Dd]uplicate index`}},
+		{"valid and invalid", []string{"validate", inbox, dup}, "", 1, []string{`: 1 trace, 4 events$`, `[Dd]uplicate index`}},
 		{"broken JSON on stdin", []string{"validate", "-"}, "[{\"role\": \"user\", \"content\": 5}]", 1, []string{`^-:1:\d+: \$\[0\]\.content: content must be`}},
 		{"missing file", []string{"validate", "no/such/file.json"}, "", 2, []string{`no/such/file.json`}},
 		{"unknown format flag", []string{"validate", "--format", "yaml", inbox}, "", 2, nil},

@@ -176,8 +176,8 @@ func runPush(ctx context.Context, c *client.Client, dataset string, f formats.Fo
 	}
 	took := time.Since(start)
 	rate := float64(stored) / took.Seconds()
-	fmt.Fprintf(stdout, "pushed %d traces (%s) from %d file(s) to dataset %q in %s (%.0f traces/s); %d rejected\n",
-		stored, humanBytes(pushedBytes), len(files), dataset, took.Round(time.Millisecond), rate, rejected)
+	fmt.Fprintf(stdout, "pushed %s (%s) from %s to dataset %q in %s (%.0f traces/s); %d rejected\n",
+		plural(stored, "trace"), humanBytes(pushedBytes), plural(len(files), "file"), dataset, took.Round(time.Millisecond), rate, rejected)
 	if pushErr != nil {
 		fmt.Fprintf(stderr, "lookout: push stopped: %v\n", pushErr)
 		var ae *client.Error

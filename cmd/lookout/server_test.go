@@ -48,7 +48,7 @@ func pushAndExport(t *testing.T, db string) {
 	if code != 0 {
 		t.Fatalf("push exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
-	if !regexp.MustCompile(`^pushed 202 traces \([0-9.]+ MiB\) from 2 file\(s\) to dataset "bench" in \S+ \(\d+ traces/s\); 0 rejected\n$`).MatchString(out) {
+	if !regexp.MustCompile(`^pushed 202 traces \([0-9.]+ MiB\) from 2 files to dataset "bench" in \S+ \(\d+ traces/s\); 0 rejected\n$`).MatchString(out) {
 		t.Errorf("summary line %q", out)
 	}
 	if errOut != "" {
@@ -250,7 +250,7 @@ func userAndKeyCreate(t *testing.T, db string) {
 	}
 	// The key from the environment.
 	t.Setenv("LOOKOUT_API_KEY", aliceKey)
-	if code, out, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "d", inbox); code != 0 || !strings.HasPrefix(out, "pushed 1 traces") {
+	if code, out, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "d", inbox); code != 0 || !strings.HasPrefix(out, "pushed 1 trace") {
 		t.Errorf("push with LOOKOUT_API_KEY: exit %d: %s %s", code, out, errOut)
 	}
 	ds, err := c.Datasets(ctx, client.DatasetFilter{Mine: true})

@@ -44,7 +44,7 @@ and files that cannot be read.`,
 					continue
 				}
 				if len(res.Errors) == 0 {
-					fmt.Fprintf(out, "%s: %d traces, %d events\n", name, res.Traces, res.Events)
+					fmt.Fprintf(out, "%s: %s, %s\n", name, plural(res.Traces, "trace"), plural(res.Events, "event"))
 				}
 				for _, e := range res.Errors {
 					fmt.Fprintln(out, e)
