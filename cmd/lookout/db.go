@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/lookout-dev/lookout/internal/store"
@@ -21,6 +25,18 @@ func openStore(ctx context.Context, db string) (store.Store, error) {
 		return postgres.Open(ctx, db)
 	}
 	return sqlite.Open(ctx, db)
+}
+
+// openExistingStore opens a database that must already exist: commands
+// that only read or rebuild derived data must not leave an empty database
+// behind a mistyped --db (serve and key/user create may create one).
+func openExistingStore(ctx context.Context, db string) (store.Store, error) {
+	if !isPostgresURL(db) {
+		if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no database at %s (this command does not create one: check --db)", db)
+		}
+	}
+	return openStore(ctx, db)
 }
 
 func isPostgresURL(db string) bool {

@@ -161,7 +161,7 @@ upgrade, so this is for repair; the server may keep running meanwhile.
 Exit status: 0 when the index was rebuilt; 2 on errors.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := openStore(cmd.Context(), db)
+			st, err := openExistingStore(cmd.Context(), db)
 			if err != nil {
 				return err
 			}

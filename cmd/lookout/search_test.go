@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -105,6 +108,14 @@ func searchCLI(t *testing.T, db string) {
 	code, out, errOut = runCLI(t, "", "reindex", "--db", db)
 	if code != 0 || !strings.HasPrefix(out, "indexed 200 traces") {
 		t.Fatalf("reindex: exit %d: %q %q", code, out, errOut)
+	}
+	// A mistyped --db is an error, and no empty database is left behind.
+	typo := filepath.Join(t.TempDir(), "lookuot.db")
+	if code, _, errOut := runCLI(t, "", "reindex", "--db", typo); code != 2 || !strings.Contains(errOut, "no database at "+typo) {
+		t.Errorf("reindex of a missing database: exit %d: %q", code, errOut)
+	}
+	if _, err := os.Stat(typo); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("reindex of a missing database created %s (%v)", typo, err)
 	}
 	if code, again, _ := runCLI(t, "", "search", "--server", url, "--dataset", "air", "--json", query); code != 0 || again != strings.Join(lines, "\n")+"\n" {
 		t.Errorf("after reindex: exit %d, results differ", code)
