@@ -79,7 +79,13 @@ func (c *Client) FindDataset(ctx context.Context, name string) (Dataset, error) 
 	}
 	switch len(ds) {
 	case 0:
-		return Dataset{}, &Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("no dataset named %q", name)}
+		msg := fmt.Sprintf("no dataset named %q", name)
+		if me, err := c.Me(ctx); err == nil && me.User == nil {
+			// Anonymous, on a server with users: only public datasets are
+			// visible, so the one asked for may well exist.
+			msg = fmt.Sprintf("no public dataset named %q, and this request is anonymous: pass an API key (--api-key or LOOKOUT_API_KEY) to reach your own", name)
+		}
+		return Dataset{}, &Error{Status: http.StatusNotFound, Code: "not_found", Message: msg}
 	case 1:
 		return ds[0], nil
 	}

@@ -131,6 +131,14 @@ func TestListCommands(t *testing.T) {
 	if code, _, errOut := runCLI(t, "", "key", "list"); code != 2 || !strings.Contains(errOut, "401") {
 		t.Errorf("key list without a key once users exist: exit %d: %s", code, errOut)
 	}
+	// An export without a key of a private dataset says a key is missing,
+	// not only that there is no such dataset; with the key it works.
+	if code, _, errOut := runCLI(t, "", "export", "--dataset", "runs"); code != 2 || !strings.Contains(errOut, "anonymous: pass an API key (--api-key or LOOKOUT_API_KEY)") {
+		t.Errorf("export without a key once users exist: exit %d: %s", code, errOut)
+	}
+	if code, out, errOut := runCLI(t, "", "export", "--dataset", "runs", "--api-key", key); code != 0 || strings.Count(out, "\n") < 2 {
+		t.Errorf("export with the key: exit %d: %s %s", code, out, errOut)
+	}
 }
 
 // TestVersion: lookout version and --version print the same line, with the
