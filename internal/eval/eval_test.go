@@ -121,6 +121,8 @@ func TestCriteriaErrors(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
 		{`{"criteria": [{"name": "a", "evaluator": "code"}]}`, "criteria[0]: a: a code criterion needs expr or compare"},
 		{`{"criteria": [{"name": "a", "evaluator": "code", "expr": "1 +"}]}`, "criteria[0]: a: expr: column 4"},
+		// The expression stops short: no mention of the brackets it is wrapped in.
+		{`{"criteria": [{"name": "a", "evaluator": "code", "expr": "metadata.reward =="}]}`, `criteria[0]: a: expr: column 19: the expression ends too soon (after "metadata.reward ==")`},
 		{`{"criteria": [{"name": "a", "evaluator": "rule", "policy": "raise"}]}`, "criteria[0]: a: policy:"},
 		{`{"criteria": [{"name": "a", "evaluator": "human", "colour": 1}]}`, `criteria[0]: json: unknown field "colour"`},
 		{`{"criteria": [{"name": "a", "evaluator": "human"}, {"name": "a", "evaluator": "human"}]}`, `criteria[1]: a second criterion named "a"`},

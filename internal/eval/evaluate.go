@@ -111,6 +111,11 @@ func compileExpr(expr string) (*policy.Policy, error) {
 			if d.Line != 1 || col < 1 {
 				col = 1
 			}
+			if d.Line == 1 && col > len(expr) {
+				// The parser reached the closing brackets the expression is
+				// wrapped in: the expression itself stopped short.
+				return nil, fmt.Errorf("expr: column %d: the expression ends too soon (after %q)", len(expr)+1, strings.TrimSpace(expr))
+			}
 			return nil, fmt.Errorf("expr: column %d: %s", col, d.Msg)
 		}
 		return nil, fmt.Errorf("expr: %w", err)
