@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -77,6 +78,9 @@ a query that does not parse, and server or connection failures.`,
 	return cmd
 }
 
+// queryPrefix is the start of a search error's text ("query: column N: ").
+var queryPrefix = regexp.MustCompile(`^query: column \d+: `)
+
 // caretExcerpt shows a query with a caret under the code point at pos.
 func caretExcerpt(q string, pos int, msg string) string {
 	col := min(pos, utf8.RuneCountInString(q))
@@ -101,7 +105,9 @@ func runSearch(ctx context.Context, c *client.Client, dataset, q string, asJSON 
 			if errors.As(err, &ce) && ce.Code == "invalid_query" {
 				var det struct{ Position int }
 				json.Unmarshal(ce.Details, &det)
-				fmt.Fprint(stderr, caretExcerpt(q, det.Position, ce.Message))
+				// The server's message already names the column; the excerpt
+				// says it once.
+				fmt.Fprint(stderr, caretExcerpt(q, det.Position, queryPrefix.ReplaceAllString(ce.Message, "")))
 				return 0, exitError{exitInternal}
 			}
 			return printed, err

@@ -97,7 +97,7 @@ func searchCLI(t *testing.T, db string) {
 	}
 	// A policy the dataset lacks: the server's 400, shown the same way.
 	code, _, errOut = runCLI(t, "", "search", "--server", url, "--dataset", "air", `refund policy:"nope"`)
-	if code != 2 || !strings.Contains(errOut, `no saved policy named "nope"`) || !strings.Contains(errOut, "\n         ^\n") {
+	if code != 2 || !strings.Contains(errOut, `no saved policy named "nope"`) || !strings.Contains(errOut, "\n         ^\n") || strings.Count(errOut, "query: column") != 1 {
 		t.Errorf("unknown policy: exit %d: %q", code, errOut)
 	}
 	// An unknown dataset.
