@@ -164,8 +164,7 @@ func (c *checker) file(name string, stdin io.Reader, f formats.Format) {
 	in, err := openInput(name, stdin, f)
 	if err != nil {
 		fmt.Fprintln(c.stderr, err)
-		var unsupported *decoding.Unsupported
-		if errors.As(err, &unsupported) {
+		if badInput(err) {
 			c.invalid = true
 		} else {
 			c.unreadable = true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/lookout-dev/lookout/internal/formats"
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
@@ -28,6 +29,10 @@ func openInput(name string, stdin io.Reader, f formats.Format) (*input, error) {
 		fh, err := os.Open(name)
 		if err != nil {
 			return nil, err
+		}
+		if fi, err := fh.Stat(); err == nil && fi.IsDir() {
+			fh.Close()
+			return nil, fmt.Errorf("%s is a directory: give the trace files in it (such as %s)", name, filepath.Join(name, "*.jsonl"))
 		}
 		r, closer = fh, fh
 	}
@@ -65,4 +70,13 @@ func (in *input) each(fn func(*trace.Trace) error, onErr func(error)) error {
 
 func formatFlagHelp() string {
 	return fmt.Sprintf("input format: auto, %s, %s, %s, %s or %s", formats.Invariant, formats.Snorkel, formats.MLflow, formats.Bedrock, formats.OTel)
+}
+
+// badInput tells an input that was read but is not traces Lookout can take
+// (no known format, or JSON that ends or breaks before its format shows)
+// from one that could not be read at all.
+func badInput(err error) bool {
+	var u *decoding.Unsupported
+	var de *decoding.Error
+	return errors.As(err, &u) || errors.As(err, &de)
 }

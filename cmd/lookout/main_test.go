@@ -45,6 +45,9 @@ func TestValidate(t *testing.T) {
 		{"valid and invalid", []string{"validate", inbox, dup}, "", 1, []string{`: 1 trace, 4 events$`, `[Dd]uplicate index`}},
 		{"broken JSON on stdin", []string{"validate", "-"}, "[{\"role\": \"user\", \"content\": 5}]", 1, []string{`^-:1:\d+: \$\[0\]\.content: content must be`}},
 		{"missing file", []string{"validate", "no/such/file.json"}, "", 2, []string{`no/such/file.json`}},
+		{"a directory", []string{"validate", "testdata"}, "", 2, []string{`^testdata is a directory: give the trace files in it \(such as testdata/\*\.jsonl\)$`}},
+		{"cut before its format shows", []string{"validate", "-"}, `{"mess`, 1, []string{`^-:1:7: unexpected end of input: the file ends inside its first JSON value`}},
+		{"a whole file of unknown keys", []string{"validate", "-"}, `{"foo": 1}`, 1, []string{`^-: unrecognised format: no known trace format matches its first keys \(foo\)$`}},
 		{"unknown format flag", []string{"validate", "--format", "yaml", inbox}, "", 2, nil},
 		{"no files", []string{"validate"}, "", 2, nil},
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/lookout-dev/lookout/client"
 	"github.com/lookout-dev/lookout/internal/formats"
-	"github.com/lookout-dev/lookout/internal/formats/decoding"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -143,8 +142,7 @@ func runPush(ctx context.Context, c *client.Client, dataset string, f formats.Fo
 		if err != nil {
 			bar.clear()
 			fmt.Fprintln(stderr, err)
-			var u *decoding.Unsupported
-			if errors.As(err, &u) {
+			if badInput(err) {
 				rejected++ // a file in no readable format is invalid input
 			} else {
 				unreadable = true

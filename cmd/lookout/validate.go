@@ -2,13 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lookout-dev/lookout/internal/formats"
-	"github.com/lookout-dev/lookout/internal/formats/decoding"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -79,8 +77,7 @@ type validation struct {
 func validateFile(name string, stdin interface{ Read([]byte) (int, error) }, f formats.Format) validation {
 	res := validation{File: name}
 	in, err := openInput(name, stdin, f)
-	var unsupported *decoding.Unsupported
-	if err != nil && !errors.As(err, &unsupported) {
+	if err != nil && !badInput(err) {
 		res.unreadable = true
 	}
 	if err != nil {

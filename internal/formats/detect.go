@@ -4,6 +4,8 @@ package formats
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/lookout-dev/lookout/internal/formats/mlflow"
 	"github.com/lookout-dev/lookout/internal/formats/otlp"
 	"github.com/lookout-dev/lookout/internal/formats/snorkel"
+	"github.com/lookout-dev/lookout/internal/jsonscan"
 )
 
 // Format names an input format.
@@ -57,6 +60,11 @@ func Open(r io.Reader, file string, f Format) (decoding.Decoder, Format, error) 
 		head, _ := br.Peek(SniffSize)
 		var err error
 		if f, err = Detect(head); err != nil {
+			if len(head) < SniffSize {
+				if te := truncated(head, file); te != nil {
+					return nil, "", te
+				}
+			}
 			if u, ok := err.(*decoding.Unsupported); ok {
 				u.File = file
 			}
@@ -76,6 +84,23 @@ func Open(r io.Reader, file string, f Format) (decoding.Decoder, Format, error) 
 		return otlp.NewDecoder(br, file), f, nil
 	}
 	return nil, "", fmt.Errorf("unknown format %q", f)
+}
+
+// truncated is the error for a whole input that ends inside its first JSON
+// value before its format could be told: where it ends, not that the format
+// is unknown. nil when the input is not such.
+func truncated(whole []byte, file string) error {
+	sc := jsonscan.New(whole)
+	if sc.Peek() != jsonscan.Object && sc.Peek() != jsonscan.Array {
+		return nil
+	}
+	var se *jsonscan.Error
+	if err := sc.Skip(); err == nil || !errors.As(err, &se) || se.Offset < len(bytes.TrimRight(whole, " \t\r\n")) {
+		return nil
+	}
+	line, col := jsonscan.LineCol(whole, se.Offset)
+	return &decoding.Error{File: file, Line: line, Col: col, Trace: -1,
+		Msg: "unexpected end of input: the file ends inside its first JSON value, before its format can be told (" + se.Msg + ")"}
 }
 
 // Detect names the format of an input from its first bytes.
