@@ -170,3 +170,17 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestPushMetadataOnly: a file holding only a metadata line makes the
+// dataset, with that metadata, as a push of traces would.
+func TestPushMetadataOnly(t *testing.T) {
+	url := startServer(t, cliBackends(t)[0].db(t))
+	code, out, errOut := runCLI(t, `{"metadata": {"owner": "team"}}`+"\n", "push", "--server", url, "--dataset", "fresh", "-")
+	if code != 0 || !strings.HasPrefix(out, "pushed 0 traces") {
+		t.Fatalf("push of metadata only: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "", "datasets", "--server", url, "--json")
+	if code != 0 || !strings.Contains(out, `"name":"fresh"`) || !strings.Contains(out, `"owner":"team"`) {
+		t.Fatalf("datasets after a metadata-only push: exit %d\n%s%s", code, out, errOut)
+	}
+}

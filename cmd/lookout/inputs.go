@@ -21,8 +21,14 @@ type input struct {
 }
 
 // openInput opens name and picks its decoder. The error is a
-// *decoding.Unsupported for inputs in no readable format, or an I/O error.
+// *decoding.Unsupported for inputs in no readable format, a
+// *decoding.Error for JSON cut before its format shows, or an I/O error.
 func openInput(name string, stdin io.Reader, f formats.Format) (*input, error) {
+	return openWrapped(name, stdin, f, nil)
+}
+
+// openWrapped is openInput reading through wrap (nil: as is).
+func openWrapped(name string, stdin io.Reader, f formats.Format, wrap func(io.Reader) io.Reader) (*input, error) {
 	var r io.Reader = stdin
 	var closer io.Closer = io.NopCloser(nil)
 	if name != "-" {
@@ -35,6 +41,9 @@ func openInput(name string, stdin io.Reader, f formats.Format) (*input, error) {
 			return nil, fmt.Errorf("%s is a directory: give the trace files in it (such as %s)", name, filepath.Join(name, "*.jsonl"))
 		}
 		r, closer = fh, fh
+	}
+	if wrap != nil {
+		r = wrap(r)
 	}
 	dec, got, err := formats.Open(r, name, f)
 	if err != nil {

@@ -197,6 +197,12 @@ func runPush(ctx context.Context, c *client.Client, dataset string, f formats.Fo
 // dataset.
 func mergeDatasetMetadata(ctx context.Context, c *client.Client, dataset string, metas [][]byte) error {
 	d, err := c.FindDataset(ctx, dataset)
+	var ce *client.Error
+	if errors.As(err, &ce) && ce.Status == http.StatusNotFound {
+		// Only metadata, no traces: the dataset is made, as a push of
+		// traces would have made it.
+		d, err = c.CreateDataset(ctx, dataset, false, nil)
+	}
 	if err != nil {
 		return err
 	}
@@ -210,21 +216,7 @@ func mergeDatasetMetadata(ctx context.Context, c *client.Client, dataset string,
 
 // openCounted is openInput with the bytes read reported to the progress bar.
 func openCounted(name string, stdin io.Reader, f formats.Format, bar *progress) (*input, error) {
-	var r io.Reader = stdin
-	var closer io.Closer = io.NopCloser(nil)
-	if name != "-" {
-		fh, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		r, closer = fh, fh
-	}
-	dec, got, err := formats.Open(&countingReader{r: r, bar: bar}, name, f)
-	if err != nil {
-		closer.Close()
-		return nil, err
-	}
-	return &input{name: name, closer: closer, dec: dec, format: got}, nil
+	return openWrapped(name, stdin, f, func(r io.Reader) io.Reader { return &countingReader{r: r, bar: bar} })
 }
 
 type countingReader struct {
