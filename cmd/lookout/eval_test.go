@@ -99,7 +99,7 @@ func evalExitCodes(t *testing.T, db string) {
 		{"bad JSON", []string{"--criteria", write("bad.json", "{\"criteria\": [\n{\"name\": }]}")}, "bad.json:2:"},
 		{"no expr", []string{"--criteria", write("noexpr.yaml", "criteria:\n  - name: x\n    evaluator: code\n")}, "noexpr.yaml: criteria[0]: x: a code criterion needs expr or compare"},
 		{"bad policy", []string{"--criteria", write("badpol.yaml", "criteria:\n  - name: x\n    evaluator: rule\n    policy: raise\n")}, "criteria[0]: x: policy:"},
-		{"bad expr", []string{"--criteria", write("badexpr.yaml", "criteria:\n  - name: x\n    evaluator: code\n    expr: 'len(tool_calls) <='\n")}, "expr: column 19: expected an expression"},
+		{"bad expr", []string{"--criteria", write("badexpr.yaml", "criteria:\n  - name: x\n    evaluator: code\n    expr: 'len(tool_calls) <='\n")}, "expr: column 19: the expression ends too soon"},
 		{"unknown member", []string{"--criteria", write("typo.yaml", "criteria:\n  - name: x\n    evaluator: code\n    exp: 'True'\n")}, `unknown field "exp"`},
 		{"missing file", []string{"--criteria", filepath.Join(dir, "nope.yaml")}, "no such file"},
 	} {

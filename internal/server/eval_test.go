@@ -148,7 +148,7 @@ func TestEvalScenarios(t *testing.T) {
 			{name: "criterion: a policy that does not load", method: "POST", path: "/api/v1/datasets/{ap}/criteria", user: "alice",
 				body: `{"name": "bad", "evaluator": "rule", "policy": "raise if"}`, status: 422, want: []string{`invalid criteria`, `policy`}},
 			{name: "criterion: a bad expression names the column", method: "POST", path: "/api/v1/datasets/{ap}/criteria", user: "alice",
-				body: `{"name": "bad", "evaluator": "code", "expr": "metadata.reward == "}`, status: 422, want: []string{`expr: column 20: expected an expression`}},
+				body: `{"name": "bad", "evaluator": "code", "expr": "metadata.reward == "}`, status: 422, want: []string{`expr: column 20: the expression ends too soon`}},
 			{name: "criterion: unknown evaluator", method: "POST", path: "/api/v1/datasets/{ap}/criteria", user: "alice",
 				body: `{"name": "bad", "evaluator": "oracle"}`, status: 422, want: []string{`human, rule, code or llm`}},
 			{name: "criterion: unknown target", method: "POST", path: "/api/v1/datasets/{ap}/criteria", user: "alice",
