@@ -184,3 +184,18 @@ func TestPushMetadataOnly(t *testing.T) {
 		t.Fatalf("datasets after a metadata-only push: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestPushIndexClash: traces whose explicit indexes the dataset already
+// holds stop the push (exit 1), and the summary counts them as not stored
+// rather than reporting nothing rejected.
+func TestPushIndexClash(t *testing.T) {
+	url := startServer(t, cliBackends(t)[0].db(t))
+	file := testcorpus.File(t, "openai/explorer/code.jsonl")
+	if code, _, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "d", file); code != 0 {
+		t.Fatalf("first push: exit %d: %s", code, errOut)
+	}
+	code, out, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "d", file)
+	if code != 1 || !strings.Contains(out, "pushed 0 traces") || !strings.Contains(out, "; 1 not stored (the push stopped: see below)") || !strings.Contains(errOut, "409") {
+		t.Fatalf("a push of taken indexes: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -134,7 +134,7 @@ func runPush(ctx context.Context, c *client.Client, dataset string, f formats.Fo
 		BatchTraces: batch,
 		OnBatch:     func(_ int, n int64) { pushedBytes += n },
 	})
-	rejected, unreadable := 0, false
+	rejected, sent, unreadable := 0, 0, false
 	var metas [][]byte
 	var pushErr error
 	for _, name := range files {
@@ -150,6 +150,7 @@ func runPush(ctx context.Context, c *client.Client, dataset string, f formats.Fo
 			continue
 		}
 		err = in.each(func(t *trace.Trace) error {
+			sent++
 			return pusher.Add(trace.AppendTrace(nil, t))
 		}, func(err error) {
 			bar.clear()
@@ -174,8 +175,13 @@ func runPush(ctx context.Context, c *client.Client, dataset string, f formats.Fo
 	}
 	took := time.Since(start)
 	rate := float64(stored) / took.Seconds()
-	fmt.Fprintf(stdout, "pushed %s (%s) from %s to dataset %q in %s (%.0f traces/s); %d rejected\n",
+	summary := fmt.Sprintf("pushed %s (%s) from %s to dataset %q in %s (%.0f traces/s); %d rejected",
 		plural(stored, "trace"), humanBytes(pushedBytes), plural(len(files), "file"), dataset, took.Round(time.Millisecond), rate, rejected)
+	if unstored := sent - stored; pushErr != nil && unstored > 0 {
+		// Read and sent, but in or after a batch the server refused.
+		summary += fmt.Sprintf("; %d not stored (the push stopped: see below)", unstored)
+	}
+	fmt.Fprintln(stdout, summary)
 	if pushErr != nil {
 		fmt.Fprintf(stderr, "lookout: push stopped: %v\n", pushErr)
 		var ae *client.Error
