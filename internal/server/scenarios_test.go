@@ -205,6 +205,8 @@ func TestScenarios(t *testing.T) {
 				body: `{"messages": [[]], "dataset_id": "x"}`, status: 422, want: []string{`\$\.dataset_id`, `unknown member`}},
 			{name: "push: annotation without address", method: "POST", path: "/api/v1/push/trace", user: "alice",
 				body: `{"messages": [[]], "annotations": [[{"content": "x"}]]}`, status: 422, want: []string{`\$\.annotations\[0\]\[0\]`, `address`}},
+			{name: "push: a member given twice", method: "POST", path: "/api/v1/push/trace", user: "alice",
+				body: `{"dataset": "a", "messages": [[]], "dataset": "b"}`, status: 422, want: []string{`member \\"dataset\\" is given twice`, `"line":1`}},
 			{name: "push: missing auth", kind: kNoAuth, method: "POST", path: "/api/v1/push/trace", user: "",
 				body: `{"messages": [[]]}`, status: 401, want: []string{`"code":"unauthorized"`}},
 			{name: "push: wrong key", method: "POST", path: "/api/v1/push/trace", user: "bad",
