@@ -84,6 +84,8 @@ import (
 	"sort"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/lookout-dev/lookout/internal/pyre"
 )
 
 // Detector is a named function that policies can import and call.
@@ -165,7 +167,7 @@ func (c *DetectorCall) Mark(t Text, start, end int) {
 	if t.o == nil || start < 0 || end < start || end > len(t.S) {
 		return
 	}
-	c.marks = append(c.marks, mark{o: t.o, start: runeOffset(t.S, start), end: runeOffset(t.S, end)})
+	c.marks = append(c.marks, mark{o: t.o, start: pyre.RuneOffset(t.S, start), end: pyre.RuneOffset(t.S, end)})
 }
 
 // MarkRunes is Mark with offsets in code points (Python string indices), as

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/lookout-dev/lookout/internal/pyre"
 )
 
 // interp holds the state of one analysis: the trace, parameters, the step
@@ -511,7 +513,7 @@ func (in *interp) contains(off int, l, r value, negate bool) value {
 }
 
 func (in *interp) markOccurrences(o *origin, hay, needle string) {
-	ascii := isASCII(hay)
+	ascii := pyre.IsASCII(hay)
 	pos := 0
 	for {
 		i := strings.Index(hay[pos:], needle)
@@ -522,7 +524,7 @@ func (in *interp) markOccurrences(o *origin, hay, needle string) {
 		end := start + len(needle)
 		s, e := start, end
 		if !ascii {
-			s, e = runeOffset(hay, start), runeOffset(hay, end)
+			s, e = pyre.RuneOffset(hay, start), pyre.RuneOffset(hay, end)
 		}
 		in.marks = append(in.marks, mark{o: o, start: s, end: e})
 		in.step()

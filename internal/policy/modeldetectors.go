@@ -26,6 +26,7 @@ import (
 
 	"github.com/lookout-dev/lookout/internal/chat"
 	"github.com/lookout-dev/lookout/internal/policy/detectors"
+	"github.com/lookout-dev/lookout/internal/pyre"
 )
 
 const (
@@ -529,7 +530,7 @@ func piiModel(c *DetectorCall, texts []Text, want map[string]bool) ([][]detector
 			seen[kind+"\x00"+sp.Text] = true
 			for _, r := range locate(a.chunk, sp.Text) {
 				s, e := a.off+r[0], a.off+r[1]
-				out[a.text] = append(out[a.text], detectors.Match{Kind: kind, Start: runeOffset(t.S, s), End: runeOffset(t.S, e), Text: t.S[s:e]})
+				out[a.text] = append(out[a.text], detectors.Match{Kind: kind, Start: pyre.RuneOffset(t.S, s), End: pyre.RuneOffset(t.S, e), Text: t.S[s:e]})
 			}
 		}
 	}

@@ -423,27 +423,3 @@ func runeLen(s string) int {
 	}
 	return len(s)
 }
-
-// isASCII reports whether s is all ASCII, where byte and code point
-// offsets agree.
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
-// runeOffset converts a byte offset in s to a code point offset.
-func runeOffset(s string, byteOff int) int {
-	if byteOff > len(s) {
-		byteOff = len(s)
-	}
-	for i := 0; i < byteOff; i++ {
-		if s[i] >= utf8.RuneSelf {
-			return i + utf8.RuneCountInString(s[i:byteOff])
-		}
-	}
-	return byteOff
-}

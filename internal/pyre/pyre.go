@@ -162,7 +162,7 @@ func (r *Regexp) Match(ctx func() context.Context, s string) (start, end int, ok
 		if loc == nil {
 			return 0, 0, false, nil
 		}
-		return 0, runeOffset(s, loc[1]), true, nil
+		return 0, RuneOffset(s, loc[1]), true, nil
 	}
 	r.compileBacktracking()
 	if r.btErr != nil {
@@ -187,12 +187,12 @@ func (r *Regexp) FindAll(ctx func() context.Context, s string, limit int) (spans
 	}
 	if r.useGo(s) && !r.emptyOK {
 		locs := r.re.FindAllStringIndex(s, limit)
-		ascii := isASCII(s)
+		ascii := IsASCII(s)
 		for _, l := range locs {
 			a, b := l[0], l[1]
 			texts = append(texts, s[a:b])
 			if !ascii {
-				a, b = runeOffset(s, a), runeOffset(s, b)
+				a, b = RuneOffset(s, a), RuneOffset(s, b)
 			}
 			spans = append(spans, [2]int{a, b})
 		}
@@ -215,7 +215,9 @@ func (r *Regexp) FindAll(ctx func() context.Context, s string, limit int) (spans
 	return spans, texts, engineError(err)
 }
 
-func isASCII(s string) bool {
+// IsASCII reports whether s is all ASCII, where byte and code point offsets
+// agree.
+func IsASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			return false
@@ -224,9 +226,10 @@ func isASCII(s string) bool {
 	return true
 }
 
-// runeOffset converts a byte offset in s to a code point offset (an
-// invalid UTF-8 byte counts as one).
-func runeOffset(s string, byteOff int) int {
+// RuneOffset converts a byte offset in s to a code point offset (an
+// invalid UTF-8 byte counts as one), the unit of match positions here and
+// in Lookout's addresses.
+func RuneOffset(s string, byteOff int) int {
 	if byteOff > len(s) {
 		byteOff = len(s)
 	}
