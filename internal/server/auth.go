@@ -131,12 +131,7 @@ func (s *Server) localMode(r *http.Request) (bool, error) {
 // isLoopback reports whether the request comes from this machine and names
 // it as a loopback host.
 func isLoopback(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
+	if !peerIP(r).IsLoopback() {
 		return false
 	}
 	return loopbackName(r.Host)
