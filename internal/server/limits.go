@@ -126,18 +126,21 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 		// client leaving; a deadline passing there would cancel an answer
 		// (a stream) that is still going.
 		b.rc.SetReadDeadline(time.Time{})
-	case err != nil:
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			err = errSlowBody
-		}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = errSlowBody
 		b.abandon()
+	case err != nil:
+		// Such as a body over --max-body: net/http answers it and closes the
+		// connection in order (letting the client read the answer); a
+		// deadline in the past here would cut it off with a reset.
+		b.done = true
 	default:
 		b.rc.SetReadDeadline(b.deadline())
 	}
 	return n, err
 }
 
-// abandon stops reading a body that failed. Its deadline is set in the
+// abandon stops reading a body that failed here. Its deadline is set in the
 // past: after the handler, net/http would otherwise wait to discard the
 // unread rest before sending the answer, at the sender's pace.
 func (b *guardedBody) abandon() {
