@@ -75,6 +75,10 @@ func main() {
 	}
 }
 
+// indexerEnv keeps the store's indexer off (LOOKOUT_INDEXER=off): the
+// baseline of an ingest with no index written.
+const indexerEnv = "LOOKOUT_INDEXER"
+
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "ingest:", err)
 	os.Exit(1)
@@ -146,6 +150,23 @@ func measure(ctx context.Context, name string, st store.Store, file []byte, size
 		return fmt.Errorf("pushed %d of %d traces", len(ids), n)
 	}
 	fmt.Printf("%s ingest: %d traces in %.2f s: %.0f traces/s, %.1f MB/s\n", name, n, took.Seconds(), float64(n)/took.Seconds(), float64(size)/1e6/took.Seconds())
+	if os.Getenv(indexerEnv) != "off" {
+		// End to end: until a search sees every trace (it waits for the
+		// indexer to index what was queued before it).
+		ds, err := c.Datasets(ctx, client.DatasetFilter{Name: "ingest", Mine: true})
+		if err != nil || len(ds) != 1 {
+			return fmt.Errorf("finding the dataset: %v", err)
+		}
+		res, err := c.Search(ctx, ds[0].ID, "airline", "", 1)
+		if err != nil {
+			return err
+		}
+		e2e := time.Since(start)
+		if len(res.Traces) != 1 {
+			return fmt.Errorf("a search for airline found %d traces", len(res.Traces))
+		}
+		fmt.Printf("%s searchable: all %d traces in %.2f s: %.0f traces/s end to end\n", name, n, e2e.Seconds(), float64(n)/e2e.Seconds())
+	}
 	if stored <= 0 {
 		return nil
 	}

@@ -114,16 +114,6 @@ func Index(t *trace.Trace) Doc {
 	return b.d
 }
 
-// IndexAppended is Index of events and spans appended to a trace, the
-// events at index first: their pieces and facets (a facet may repeat one
-// the trace has).
-func IndexAppended(events []trace.Event, first int, spans []trace.Span) Doc {
-	var b docBuilder
-	b.events(events, first)
-	b.spans(spans)
-	return b.d
-}
-
 type docBuilder struct {
 	d    Doc
 	seen map[string]bool

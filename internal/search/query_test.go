@@ -222,15 +222,6 @@ func TestIndex(t *testing.T) {
 	if m := strings.Join(meta, ","); m != "deep.a.x=2,model=gpt-4o,nested.k=true,recs=5,reward=1,tags=a,tags=b" {
 		t.Errorf("meta = %s", m)
 	}
-	more := IndexAppended(tr.Events[:1], 7, tr.Spans)
-	got = nil
-	for _, p := range more.Pieces {
-		got = append(got, p.Address+"="+p.Text)
-	}
-	want = append([]string{"messages.7.content=cancel it"}, want[len(want)-3:]...)
-	if strings.Join(got, "\n") != strings.Join(want, "\n") || strings.Join(more.Facets, ",") != "role:user,kind:agent" || more.Meta != nil {
-		t.Errorf("IndexAppended: pieces\n%s\nfacets %v, meta %v", strings.Join(got, "\n"), more.Facets, more.Meta)
-	}
 }
 
 func TestMatch(t *testing.T) {

@@ -11,6 +11,8 @@
 //	POST   /api/v1/login                               {name, password} → session cookie (HttpOnly, SameSite=Strict)
 //	POST   /api/v1/logout                              end the session
 //	GET    /api/v1/me                                  who the caller is, and whether the server is in local mode
+//	GET    /api/v1/backlog                             work accepted and not finished: traces queued for the search index
+//	                                                   (queued, lag_seconds, catch_up_seconds), traces pending from spans
 //	POST   /api/v1/keys                                {name?} → a new API key, shown this once
 //	GET    /api/v1/keys                                the caller's keys (last four characters only)
 //	DELETE /api/v1/keys/{id}                           revoke a key

@@ -7,8 +7,9 @@ import (
 
 // The server's background work, started by Start and stopped by Close, in
 // one place: evaluation runs (eval.Runs), the builder of traces received
-// as spans (spans.go) and the gateway's recorder of calls (gateway.go),
-// which starts on the first recorded call.
+// as spans (spans.go), the monitor of the search index's backlog
+// (backlog.go) and the gateway's recorder of calls (gateway.go), which
+// starts on the first recorded call.
 
 // Start starts the background work that an earlier server may have left:
 // evaluation runs left running go on, and traces whose spans were
@@ -18,6 +19,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("resuming evaluation runs: %w", err)
 	}
 	s.StartSpanBuilder()
+	s.monitor.start()
 	return nil
 }
 
@@ -28,5 +30,6 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) Close() {
 	s.StopRuns()
 	s.stopSpanBuilder()
+	s.monitor.close()
 	s.closeGateway()
 }

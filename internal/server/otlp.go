@@ -110,6 +110,9 @@ func (s *Server) ingestSpans(ctx context.Context, p *principal, dataset string, 
 		return 0, "", &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, RetryAfter: 1,
 			Message: fmt.Sprintf("%d traces wait to be built from their spans; send again later", n)}
 	}
+	if err := s.monitor.admit(); err != nil {
+		return 0, "", err
+	}
 	// Group by dataset, then by trace, in order of arrival.
 	type groupKey struct{ dataset, trace string }
 	var datasets []string

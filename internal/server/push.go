@@ -30,6 +30,9 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, p *principal) erro
 	if err := s.requireUser(r, p); err != nil {
 		return err
 	}
+	if err := s.monitor.admit(); err != nil {
+		return err
+	}
 	req, err := decodePush(r)
 	if err != nil {
 		return err

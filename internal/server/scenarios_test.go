@@ -72,6 +72,11 @@ var notApplicable = map[string]map[string]string{
 		kPrivate:  "no dataset is involved",
 		kUnknown:  "no dataset is involved",
 	},
+	"GET /api/v1/backlog": {
+		kTypes:   "takes no parameters",
+		kPrivate: "no dataset is involved: the server's counts only",
+		kUnknown: "no dataset is involved",
+	},
 	"POST /api/v1/keys": {
 		kPrivate: "a key is made for the caller only",
 		kUnknown: "no dataset is involved",
@@ -574,6 +579,12 @@ func TestScenarios(t *testing.T) {
 				status: 404},
 			{name: "annotations: list after the changes", method: "GET", path: "/api/v1/traces/{at}/annotations", user: "alice",
 				status: 200, want: []string{`^\{"annotations":\[[^\]]*"content":"greeting"[^\]]*\]\}\n$`}},
+
+			// the server's backlog
+			{name: "backlog: without auth", kind: kNoAuth, method: "GET", path: "/api/v1/backlog", user: "",
+				status: 401},
+			{name: "backlog: what is queued and pending", kind: kSuccess, method: "GET", path: "/api/v1/backlog", user: "alice",
+				status: 200, want: []string{`"search_index":\{"catch_up_seconds":[0-9.]+,"lag_seconds":[0-9.]+,"queued":[0-9]+\}`, `"spans":\{"pending_traces":[0-9]+\}`}},
 
 			// keys and sessions
 			{name: "keys: create", kind: kSuccess, method: "POST", path: "/api/v1/keys", user: "alice",

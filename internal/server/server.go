@@ -48,6 +48,10 @@ type Config struct {
 	// built, span requests are answered 503 with Retry-After.
 	SpanQuiet, SpanMaxDelay time.Duration
 	SpanBacklog             int64
+	// While the search index has more than IndexCatchUp of work queued
+	// (0: DefaultIndexCatchUp), measured at the rate it indexes, pushes,
+	// uploads and span requests are answered 503 with Retry-After.
+	IndexCatchUp time.Duration
 	// Gateway configures the LLM gateway (gateway.go).
 	Gateway GatewayConfig
 	// Checks bounds the policy checks run at once (policy.go); nil: one
@@ -81,6 +85,7 @@ type Server struct {
 	mcp        *mcp.HTTPProxy // the MCP proxy (gateway_mcp.go), made on first use
 
 	builder     *spanBuilder // builds traces whose spans were accepted (spans.go)
+	monitor     *monitor     // the search index's backlog (backlog.go)
 	spanBacklog int64
 
 	runs          *eval.Runs       // evaluation runs in the background (eval.go)
@@ -116,6 +121,10 @@ func New(cfg Config) *Server {
 	}
 	s.builder = newSpanBuilder(cfg.Store, cfg.SpanQuiet, cfg.SpanMaxDelay, s.log, s.traceChanged)
 	s.spanBacklog = cfg.SpanBacklog
+	s.monitor = &monitor{st: cfg.Store, log: s.log, spans: s.builder, limit: cfg.IndexCatchUp}
+	if s.monitor.limit <= 0 {
+		s.monitor.limit = DefaultIndexCatchUp
+	}
 	s.runs = eval.NewRuns(cfg.Store, eval.Runner{LLM: cfg.LLM, Concurrency: cfg.EvalConcurrency, DetectorModel: cfg.DetectorModel}, s.log)
 	s.benchmarks = &eval.Benchmarks{Store: cfg.Store, LLM: cfg.LLM, DetectorModel: cfg.DetectorModel, Settle: s.settleDataset}
 	if s.spanBacklog <= 0 {
@@ -163,6 +172,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/login", s.login)
 	s.handle("POST /api/v1/logout", s.logout)
 	s.handle("GET /api/v1/me", s.me)
+	s.handle("GET /api/v1/backlog", s.backlog)
 	s.handle("POST /api/v1/keys", s.createKey)
 	s.handle("GET /api/v1/keys", s.listKeys)
 	s.handle("DELETE /api/v1/keys/{id}", s.revokeKey)

@@ -65,6 +65,9 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, p *principal) er
 	if err != nil {
 		return err
 	}
+	if err := s.monitor.admit(); err != nil {
+		return err
+	}
 	q := r.URL.Query()
 	mode := q.Get("mode")
 	switch mode {

@@ -313,8 +313,20 @@ type SearchIndexStats struct {
 	Texts, Pieces, Bytes int64
 }
 
+// IndexBacklog is what the search index has still to do: the traces
+// queued and not indexed yet, how long the oldest has waited, and the time
+// the queue would take at the rate measured (0 when nothing is queued or
+// no rate is known yet); Err is the indexer's last error, if it failed.
+type IndexBacklog struct {
+	Queued       int64
+	Lag, CatchUp time.Duration
+	Err          error
+}
+
 // Search answers queries from the index each backend keeps beside the
-// traces, written in the same transactions as the traces.
+// traces. A trace's write queues it, and a background indexer indexes the
+// queue; a search first waits for every trace queued before it began, so
+// it sees every trace acknowledged before it, exactly once.
 type Search interface {
 	// SearchTraces finds a dataset's traces that match q. A query naming a
 	// policy the dataset has not saved is a *search.Error.
@@ -324,6 +336,8 @@ type Search interface {
 	// indexed.
 	Reindex(ctx context.Context, progress func(done, total int64)) (int64, error)
 	SearchIndexStats(ctx context.Context) (SearchIndexStats, error)
+	// IndexBacklog reads the indexer's queue and measured rate.
+	IndexBacklog(ctx context.Context) (IndexBacklog, error)
 }
 
 // ---- OpenTelemetry spans ----

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/spanstore"
+	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 )
 
@@ -20,7 +21,7 @@ import (
 
 // writeSpans runs fn in a writing transaction for spanstore.
 func (s *Store) writeSpans(ctx context.Context, fn func(spanstore.Tx) error) error {
-	return s.write(ctx, func(tx pgx.Tx) error { return fn(spanTx{spanReader{tx}, tx}) })
+	return s.write(ctx, func(tx pgx.Tx) error { return fn(spanTx{spanReader{tx}, tx, s}) })
 }
 
 // spanReader runs spanstore's queries on the pool or in a transaction.
@@ -93,9 +94,8 @@ func (r spanReader) Pending(ctx context.Context, f store.PendingFilter) (spansto
 type spanTx struct {
 	spanReader
 	tx pgx.Tx
+	s  *Store
 }
-
-func (t spanTx) LockIndex(ctx context.Context) error { return lockTexts(ctx, t.tx, true) }
 
 // NextIndex takes the dataset's row FOR UPDATE.
 func (t spanTx) NextIndex(ctx context.Context, datasetID string) (spanstore.Rows, error) {
@@ -153,29 +153,8 @@ func (t spanTx) LockMarks(ctx context.Context, ids []string) (spanstore.Rows, er
 	return t.query(ctx, `SELECT trace_id::text, seq FROM otel_pending WHERE trace_id = ANY($1::uuid[]) ORDER BY trace_id FOR UPDATE`, ids)
 }
 
-// WriteIndex deletes the old index rows of the traces that had some, writes
-// all the documents at once, then sweeps the texts no row uses any more: a
-// text a rebuilt trace still holds stays, rather than being deleted and
-// written again.
-func (t spanTx) WriteIndex(ctx context.Context, docs []spanstore.Doc) error {
-	ids := make([]string, len(docs))
-	ds := make([]storeutil.IndexDoc, len(docs))
-	var used []int64 // texts of the old index rows
-	for i, d := range docs {
-		ids[i], ds[i] = d.TraceID, d.IndexDoc
-		if d.Fresh {
-			continue
-		}
-		u, err := deleteDocRows(ctx, t.tx, d.TraceID)
-		if err != nil {
-			return err
-		}
-		used = append(used, u...)
-	}
-	if err := insertDocs(ctx, t.tx, ids, ds); err != nil {
-		return err
-	}
-	return sweepTexts(ctx, t.tx, used)
+func (t spanTx) Enqueue(ctx context.Context, traceIDs []string) error {
+	return t.s.Enqueue(ctx, sqlstore.Pgx(t.tx), traceIDs)
 }
 
 func (t spanTx) Pushed(ctx context.Context, datasetID string, next int64, created int, now time.Time) error {

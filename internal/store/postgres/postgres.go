@@ -21,6 +21,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
 	"github.com/lookout-dev/lookout/internal/store/internal/spanstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
@@ -37,6 +38,7 @@ type Store struct {
 	spanstore.Traces
 	pool *pgxpool.Pool
 	an   analyzer
+	ix   *indexer.Indexer
 }
 
 var _ store.Store = (*Store)(nil)
@@ -78,6 +80,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: search index: %w", err)
 	}
+	s.ix = indexer.Start(indexBackend{s}, "postgres")
 	return s, nil
 }
 
@@ -109,6 +112,9 @@ func migrate(ctx context.Context, cc *pgx.ConnConfig) error {
 
 // Close closes the pool.
 func (s *Store) Close() error {
+	if s.ix != nil {
+		s.ix.Stop()
+	}
 	s.an.stop()
 	s.pool.Close()
 	return nil
@@ -164,7 +170,13 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		tx.Rollback(end)
 		return err
 	}
-	return tx.Commit(end)
+	if err := tx.Commit(end); err != nil {
+		return err
+	}
+	if s.ix != nil {
+		s.ix.Kick()
+	}
+	return nil
 }
 
 // read runs fn in a read-only transaction (one snapshot for its statements).
@@ -181,26 +193,6 @@ func optText(b []byte) any {
 
 // hooks are the parts of sqlstore's operations done the PostgreSQL way.
 type hooks struct{ s *Store }
-
-func (hooks) DeleteTrace(ctx context.Context, q sqlstore.Querier, id string) error {
-	tx := sqlstore.PgxTx(q)
-	if err := lockTexts(ctx, tx, true); err != nil {
-		return err
-	}
-	return deleteDoc(ctx, tx, id)
-}
-
-func (hooks) DeleteDataset(ctx context.Context, q sqlstore.Querier, id string) (func() error, error) {
-	tx := sqlstore.PgxTx(q)
-	if err := lockTexts(ctx, tx, true); err != nil {
-		return nil, err
-	}
-	used, err := datasetTexts(ctx, tx, id)
-	if err != nil {
-		return nil, err
-	}
-	return func() error { return sweepTexts(ctx, tx, used) }, nil
-}
 
 func (hooks) InsertAnnotations(ctx context.Context, tx sqlstore.Querier, as []store.Annotation) error {
 	return copyAnnotations(ctx, sqlstore.PgxTx(tx), func(yield func(store.Annotation)) {
@@ -224,15 +216,4 @@ func (hooks) AddScores(ctx context.Context, tx sqlstore.Querier, scores []store.
 
 func (hooks) PutStatuses(ctx context.Context, tx sqlstore.Querier, runID string, results []store.TraceResult, now time.Time) error {
 	return putStatuses(ctx, sqlstore.PgxTx(tx), runID, results, now)
-}
-
-// Indexed counts the new pieces toward the next ANALYZE.
-func (h hooks) Indexed(rows []storeutil.Row) {
-	var pieces int64
-	for _, r := range rows {
-		pieces += int64(len(r.Doc.Pieces))
-	}
-	if pieces > 0 {
-		h.s.noteIndexed(pieces)
-	}
 }

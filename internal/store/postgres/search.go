@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -38,26 +36,9 @@ var (
 	metaCopyCols  = []string{"trace_id", "key", "text", "num"}
 )
 
-// textsLock is the advisory lock that keeps a sweep of unused texts from
-// deleting a text that a concurrent write has just found and refers to:
-// transactions that add index rows hold it shared, those that may sweep
-// hold it exclusive. Each takes it first, before any row lock, so that
-// waits cannot form a cycle.
-const textsLock = 0x6c6f6f6b6f7574
-
-func lockTexts(ctx context.Context, tx pgx.Tx, exclusive bool) error {
-	q := `SELECT pg_advisory_xact_lock_shared($1)`
-	if exclusive {
-		q = `SELECT pg_advisory_xact_lock($1)`
-	}
-	_, err := tx.Exec(ctx, q, int64(textsLock))
-	return err
-}
-
-// insertDocs writes the index rows of traces with COPY, in a transaction
-// that holds textsLock (shared at least) (facets with INSERT
-// ... ON CONFLICT, since appended events may repeat one); a text the index
-// already holds is referred to, not written again.
+// insertDocs writes the index rows of traces that have none with COPY
+// (facets with INSERT ... ON CONFLICT), in the indexer's transaction; a
+// text the index already holds is referred to, not written again.
 func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.IndexDoc) error {
 	texts := storeutil.DistinctTexts(docs)
 	textIDs := make(map[storeutil.TextHash]int64, len(texts))
@@ -94,7 +75,7 @@ func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.I
 	for i, dh := range docs {
 		id, d := uuidOf(ids[i]), dh.Doc
 		for k, p := range d.Pieces {
-			pieces = append(pieces, []any{id, int32(dh.Seq + k), p.Address, textIDs[dh.Hashes[k]]})
+			pieces = append(pieces, []any{id, int32(k), p.Address, textIDs[dh.Hashes[k]]})
 		}
 		for _, m := range d.Meta {
 			var num any
@@ -125,55 +106,8 @@ func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.I
 	return nil
 }
 
-// deleteDoc removes a trace's index rows, and the texts only it used.
-func deleteDoc(ctx context.Context, tx pgx.Tx, id string) error {
-	used, err := deleteDocRows(ctx, tx, id)
-	if err != nil {
-		return err
-	}
-	return sweepTexts(ctx, tx, used)
-}
-
-// deleteDocRows removes a trace's index rows and returns the texts they
-// used, for sweepTexts, which a trace being rebuilt calls after writing its
-// new rows.
-func deleteDocRows(ctx context.Context, tx pgx.Tx, id string) ([]int64, error) {
-	var used []int64
-	rows, err := tx.Query(ctx, `DELETE FROM search_pieces WHERE trace_id = $1 RETURNING text_id`, id)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var t int64
-		if err := rows.Scan(&t); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		used = append(used, t)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	for _, table := range []string{"search_facets", "search_meta"} {
-		if _, err := tx.Exec(ctx, "DELETE FROM "+table+" WHERE trace_id = $1", id); err != nil {
-			return nil, err
-		}
-	}
-	return used, nil
-}
-
-// datasetTexts returns the texts a dataset's traces use, before they go.
-func datasetTexts(ctx context.Context, tx pgx.Tx, datasetID string) ([]int64, error) {
-	rows, err := tx.Query(ctx, `SELECT DISTINCT p.text_id FROM traces t JOIN search_pieces p ON p.trace_id = t.id WHERE t.dataset_id = $1`, datasetID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
-}
-
-// sweepTexts deletes those of the texts that no piece uses any more; the
-// transaction holds textsLock exclusive.
+// sweepTexts deletes those of the texts that no piece uses any more (the
+// indexer's transaction, which alone writes the index).
 func sweepTexts(ctx context.Context, tx pgx.Tx, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
@@ -233,6 +167,10 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	ds, err := s.Dataset(ctx, datasetID)
 	if err != nil {
 		return res, err
+	}
+	// Exact: every trace acknowledged before the search is in the index.
+	if err := s.ix.WaitFor(ctx, datasetID); err != nil {
+		return res, fail(ctx, err, "search dataset %s: index its queued traces", datasetID)
 	}
 	plan := search.Plan{Dataset: ds.Name, Common: map[string]bool{}}
 	if names := q.Policies(); len(names) > 0 {
@@ -355,134 +293,13 @@ func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) 
 	return nil
 }
 
-// Reindex rebuilds the search index from the stored traces, a batch of
-// traces per transaction.
-func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (int64, error) {
-	var total int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM traces`).Scan(&total); err != nil {
-		return 0, fail(ctx, err, "reindex")
-	}
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `TRUNCATE search_pieces, search_facets, search_meta, search_texts, search_state`)
-		return err
-	})
-	if err != nil {
-		return 0, fail(ctx, err, "reindex: clear")
-	}
-	var done int64
-	after := "00000000-0000-0000-0000-000000000000"
-	for {
-		ids, docs, err := s.readDocs(ctx, after, 500)
-		if err != nil {
-			return done, fail(ctx, err, "reindex")
-		}
-		if len(ids) == 0 {
-			break
-		}
-		if err := s.write(ctx, func(tx pgx.Tx) error {
-			if err := lockTexts(ctx, tx, true); err != nil {
-				return err
-			}
-			// A trace written since the clear has indexed itself (start it
-			// over); one deleted since the read would fail its foreign key.
-			for _, id := range ids {
-				if err := deleteDoc(ctx, tx, id); err != nil {
-					return err
-				}
-			}
-			rows, err := tx.Query(ctx, `SELECT id::text FROM traces WHERE id = ANY($1::uuid[])`, ids)
-			if err != nil {
-				return err
-			}
-			live := map[string]bool{}
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return err
-				}
-				live[id] = true
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			var li []string
-			var ld []storeutil.IndexDoc
-			for i, id := range ids {
-				if live[id] {
-					li, ld = append(li, id), append(ld, storeutil.IndexDoc{Doc: docs[i]})
-				}
-			}
-			return insertDocs(ctx, tx, li, ld)
-		}); err != nil {
-			return done, fail(ctx, err, "reindex")
-		}
-		done += int64(len(ids))
-		after = ids[len(ids)-1]
-		if progress != nil {
-			progress(done, total)
-		}
-	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO search_state (version) VALUES ($1)`, search.IndexVersion); err != nil {
-		return done, fail(ctx, err, "reindex")
-	}
-	return done, nil
-}
-
-// readDocs decodes up to n traces with ids after after, in id order, and
-// extracts their index documents.
-func (s *Store) readDocs(ctx context.Context, after string, n int) ([]string, []*search.Doc, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id::text, metadata, encoding, content FROM traces WHERE id > $1 ORDER BY id LIMIT $2`, after, n)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	var docs []*search.Doc
-	for rows.Next() {
-		var id string
-		var meta, content []byte
-		var enc int16
-		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
-			return nil, nil, err
-		}
-		t, err := storeutil.DecodeContent(content, int(enc), meta)
-		if err != nil {
-			return nil, nil, fmt.Errorf("trace %s: %w", id, err)
-		}
-		d := search.Index(t)
-		ids, docs = append(ids, id), append(docs, &d)
-	}
-	return ids, docs, rows.Err()
-}
-
-// ensureIndex rebuilds the index when it was built by another version of
-// search.Index, or never (a database from before the index existed).
-func (s *Store) ensureIndex(ctx context.Context) error {
-	var v int
-	err := s.pool.QueryRow(ctx, `SELECT version FROM search_state`).Scan(&v)
-	if err == nil && v == search.IndexVersion {
-		return nil
-	}
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return err
-	}
-	var any bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM traces)`).Scan(&any); err != nil {
-		return err
-	}
-	if any {
-		slog.Info("postgres: building the search index", "was", strconv.Itoa(v), "now", search.IndexVersion)
-	}
-	_, err = s.Reindex(ctx, nil)
-	return err
-}
-
 // SearchIndexStats counts the index's texts and pieces and the bytes its
 // tables take on disk, with their indexes and TOAST.
 func (s *Store) SearchIndexStats(ctx context.Context) (store.SearchIndexStats, error) {
 	var st store.SearchIndexStats
+	if err := s.ix.WaitFor(ctx, ""); err != nil {
+		return st, fail(ctx, err, "search index stats")
+	}
 	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM search_texts), (SELECT count(*) FROM search_pieces),
 		(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
 		WHERE c.relkind = 'r' AND c.relname IN ('search_texts', 'search_pieces', 'search_facets', 'search_meta')

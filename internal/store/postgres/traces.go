@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
@@ -31,13 +30,10 @@ func uuidOf(id string) pgtype.UUID {
 var traceCopyCols = []string{"id", "dataset_id", "owner_id", "idx", "name", "metadata", "hierarchy", "event_count", "created_at", "encoding", "content"}
 var annotationCopyCols = []string{"id", "trace_id", "address", "content", "source", "author", "extra", "created_at", "updated_at"}
 
-// insertTraces writes prepared traces with their annotations and search
-// index in tx, taking textsLock first: in a dataset each gets its index,
-// and the dataset its new trace count and last push.
+// insertTraces writes prepared traces with their annotations in tx: in a
+// dataset each gets its index, and the dataset its new trace count and
+// last push.
 func insertTraces(ctx context.Context, tx pgx.Tx, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error {
-	if err := lockTexts(ctx, tx, false); err != nil {
-		return err
-	}
 	ds := pgtype.UUID{} // NULL outside a dataset
 	if datasetID != "" {
 		ds = uuidOf(datasetID)
@@ -76,14 +72,6 @@ func insertTraces(ctx context.Context, tx pgx.Tx, ownerID, datasetID string, row
 		return []any{uuidOf(r.ID), ds, owner, r.Index, r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, now, int16(r.Encoding), r.Content}, nil
 	}))
 	if err != nil {
-		return err
-	}
-	ids := make([]string, len(rows))
-	docs := make([]storeutil.IndexDoc, len(rows))
-	for i := range rows {
-		ids[i], docs[i] = rows[i].ID, storeutil.IndexDoc{Doc: &rows[i].Doc, Hashes: rows[i].Hashes}
-	}
-	if err := insertDocs(ctx, tx, ids, docs); err != nil {
 		return err
 	}
 	if nAnn == 0 {
@@ -174,29 +162,10 @@ func (s *Store) ListTraces(ctx context.Context, datasetID string, page store.Pag
 	return items, next, nil
 }
 
-// AppendEvents adds events to the end of a stored trace.
-func (s *Store) AppendEvents(ctx context.Context, id string, events []trace.Event) error {
-	if !storeutil.ValidID(id) {
-		return notFound("trace %q", id)
-	}
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		_, err := appendToTrace(ctx, tx, id, events, nil, nil)
-		return err
-	})
-	if err != nil {
-		return fail(ctx, err, "append events to trace %s", id)
-	}
-	return nil
-}
-
-// appendToTrace adds events and spans to the end of stored trace id, with
-// their search index, and returns its event count after; it takes
-// textsLock, then the trace's row lock. check, when not nil, sees the
-// trace's dataset and event count before anything is written.
+// appendToTrace adds events and spans to the end of stored trace id and
+// returns its event count after. check, when not nil, sees the trace's
+// dataset and event count before anything is written.
 func appendToTrace(ctx context.Context, tx pgx.Tx, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error) {
-	if err := lockTexts(ctx, tx, false); err != nil {
-		return 0, err
-	}
 	var ds *string
 	var count int
 	var meta, content []byte
@@ -221,24 +190,10 @@ func appendToTrace(ctx context.Context, tx pgx.Tx, id string, events []trace.Eve
 	if err != nil {
 		return 0, err
 	}
-	first := len(t.Events)
 	t.Events = append(t.Events, events...)
 	t.Spans = append(t.Spans, spans...)
 	content, newEnc := storeutil.EncodeContent(t)
-	if _, err = tx.Exec(ctx, `UPDATE traces SET content = $1, encoding = $2, event_count = $3 WHERE id = $4`, content, int16(newEnc), len(t.Events), id); err != nil {
-		return 0, err
-	}
-	d := search.IndexAppended(events, first, spans)
-	var seq int
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq) + 1, 0) FROM search_pieces WHERE trace_id = $1`, id).Scan(&seq); err != nil {
-		return 0, err
-	}
-	if err := insertDocs(ctx, tx, []string{id}, []storeutil.IndexDoc{{Doc: &d, Seq: seq}}); err != nil {
-		return 0, err
-	}
-	// A trace of spans not yet built has index rows now: its build must
-	// replace them, not take it for one without any.
-	_, err = tx.Exec(ctx, `UPDATE otel_pending SET fresh = false WHERE trace_id = $1 AND fresh`, id)
+	_, err = tx.Exec(ctx, `UPDATE traces SET content = $1, encoding = $2, event_count = $3 WHERE id = $4`, content, int16(newEnc), len(t.Events), id)
 	return len(t.Events), err
 }
 

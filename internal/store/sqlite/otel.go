@@ -9,6 +9,7 @@ import (
 
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/spanstore"
+	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 )
 
@@ -18,7 +19,7 @@ import (
 
 // writeSpans runs fn in a writing transaction for spanstore.
 func (s *Store) writeSpans(ctx context.Context, fn func(spanstore.Tx) error) error {
-	return s.write(ctx, func(tx *sql.Tx) error { return fn(spanTx{spanReader{tx}, tx}) })
+	return s.write(ctx, func(tx *sql.Tx) error { return fn(spanTx{spanReader{tx}, tx, s}) })
 }
 
 // spanReader runs spanstore's queries on the pool or in a transaction.
@@ -84,10 +85,8 @@ func inList(ids []string) (string, []any) {
 type spanTx struct {
 	spanReader
 	tx *sql.Tx
+	s  *Store
 }
-
-// LockIndex: the writer connection is the lock.
-func (spanTx) LockIndex(context.Context) error { return nil }
 
 func (t spanTx) NextIndex(ctx context.Context, datasetID string) (spanstore.Rows, error) {
 	return t.query(ctx, `SELECT next_index FROM datasets WHERE id = ?`, datasetID)
@@ -153,30 +152,8 @@ func (t spanTx) LockMarks(ctx context.Context, ids []string) (spanstore.Rows, er
 	return t.query(ctx, `SELECT trace_id, seq FROM otel_pending WHERE trace_id IN `+in, args...)
 }
 
-// WriteIndex writes the new traces' documents first: writeDocs diffs only
-// the others' rows against what they had, then the texts they no longer
-// use go (a text they still hold never leaves the full-text index).
-func (t spanTx) WriteIndex(ctx context.Context, docs []spanstore.Doc) error {
-	ids := make([]string, 0, len(docs))
-	ds := make([]storeutil.IndexDoc, 0, len(docs))
-	nFresh := 0
-	for _, fresh := range []bool{true, false} {
-		for _, d := range docs {
-			if d.Fresh == fresh {
-				ids, ds = append(ids, d.TraceID), append(ds, d.IndexDoc)
-			}
-		}
-		if fresh {
-			nFresh = len(ds)
-		}
-	}
-	if err := writeDocs(ctx, t.tx, ids, ds, nFresh); err != nil {
-		return err
-	}
-	if nFresh < len(docs) {
-		return sweepMarkedTexts(ctx, t.tx)
-	}
-	return nil
+func (t spanTx) Enqueue(ctx context.Context, traceIDs []string) error {
+	return t.s.Enqueue(ctx, sqlstore.SQL(t.tx), traceIDs)
 }
 
 func (t spanTx) Pushed(ctx context.Context, datasetID string, next int64, created int, now time.Time) error {

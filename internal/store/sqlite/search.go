@@ -5,13 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 )
 
@@ -38,159 +37,10 @@ func globPattern(s string) string {
 	return "*" + r.Replace(s) + "*"
 }
 
-// insertDocs writes the index rows of traces, many rows per statement; a
-// text the index already holds is referred to, not written again.
+// insertDocs writes the index rows of traces that have none, many rows per
+// statement; a text the index already holds is referred to, not written
+// again.
 func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.IndexDoc) error {
-	return writeDocs(ctx, tx, ids, docs, len(docs))
-}
-
-// docDiff holds the statements writeDocs uses to change the rows of a
-// trace that has some.
-type docDiff struct {
-	update, del, delFacet *sql.Stmt
-}
-
-func (d *docDiff) close() {
-	for _, st := range []*sql.Stmt{d.update, d.del, d.delFacet} {
-		if st != nil {
-			st.Close()
-		}
-	}
-}
-
-func (d *docDiff) prepare(ctx context.Context, tx *sql.Tx) error {
-	// The caller sweeps the marked texts, whether or not a row was dropped.
-	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS marked_texts (id INTEGER PRIMARY KEY)`); err != nil {
-		return err
-	}
-	var err error
-	if d.update, err = tx.PrepareContext(ctx, `UPDATE search_pieces SET address = ? WHERE rowid = ?`); err != nil {
-		return err
-	}
-	if d.del, err = tx.PrepareContext(ctx, `DELETE FROM search_pieces WHERE rowid = ?`); err != nil {
-		return err
-	}
-	d.delFacet, err = tx.PrepareContext(ctx, `DELETE FROM search_facets WHERE trace_id = ? AND facet = ?`)
-	return err
-}
-
-// oldRow is a search_pieces row already stored.
-type oldRow struct {
-	rowid     int64
-	addresses string
-}
-
-// pieces brings trace id's piece rows to rows, adding new ones to ins.
-func (d *docDiff) pieces(ctx context.Context, tx *sql.Tx, id string, rows []pieceRow, ins *batcher) error {
-	q, err := tx.QueryContext(ctx, `SELECT rowid, text_id, address FROM search_pieces WHERE trace_id = ?`, id)
-	if err != nil {
-		return err
-	}
-	old := map[int64][]oldRow{}
-	for q.Next() {
-		var o oldRow
-		var t int64
-		if err := q.Scan(&o.rowid, &t, &o.addresses); err != nil {
-			q.Close()
-			return err
-		}
-		old[t] = append(old[t], o)
-	}
-	q.Close()
-	if err := q.Err(); err != nil {
-		return err
-	}
-	// drop deletes rows of text t and marks t for the sweep.
-	drop := func(t int64, os []oldRow) error {
-		if len(os) == 0 {
-			return nil
-		}
-		for _, o := range os {
-			if _, err := d.del.ExecContext(ctx, o.rowid); err != nil {
-				return err
-			}
-		}
-		return markTexts(ctx, tx, `SELECT ?`, t)
-	}
-	for _, r := range rows {
-		os := old[r.textID]
-		delete(old, r.textID)
-		switch {
-		case len(os) == 1 && os[0].addresses == r.addresses:
-		case len(os) == 1:
-			if _, err := d.update.ExecContext(ctx, r.addresses, os[0].rowid); err != nil {
-				return err
-			}
-		default: // none, or several (events appended later have rows of their own)
-			if err := drop(r.textID, os); err != nil {
-				return err
-			}
-			if err := ins.add(ctx, id, r.addresses, r.textID); err != nil {
-				return err
-			}
-		}
-	}
-	for t, os := range old {
-		if err := drop(t, os); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// facets brings trace id's facets to want, adding new ones to ins.
-func (d *docDiff) facets(ctx context.Context, tx *sql.Tx, id string, want []string, ins *batcher) error {
-	have, err := queryStrings(ctx, tx, `SELECT facet FROM search_facets WHERE trace_id = ?`, id)
-	if err != nil {
-		return err
-	}
-	for _, f := range want {
-		if !slices.Contains(have, f) {
-			if err := ins.add(ctx, id, f); err != nil {
-				return err
-			}
-		}
-	}
-	for _, f := range have {
-		if !slices.Contains(want, f) {
-			if _, err := d.delFacet.ExecContext(ctx, id, f); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func queryStrings(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
-
-// writeDocs writes the index rows of traces: the first fresh of them have
-// none yet; the others have some, which it brings to their new docs writing
-// only what changed (a trace rebuilt from more of its spans keeps most of
-// its texts), marking the texts of rows it drops for sweepMarkedTexts.
-func writeDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.IndexDoc, fresh int) error {
-	var diff *docDiff
-	if fresh < len(docs) {
-		diff = &docDiff{}
-		defer diff.close()
-		if err := diff.prepare(ctx, tx); err != nil {
-			return err
-		}
-	}
 	texts := storeutil.DistinctTexts(docs)
 	textIDs, err := textIDs(ctx, tx, texts)
 	if err != nil {
@@ -202,32 +52,17 @@ func writeDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.I
 	defer pieces.close()
 	defer facets.close()
 	defer meta.close()
-	var rows []pieceRow
-	at := map[int64]int{}
+	var g grouper
 	for i, dh := range docs {
 		id, d := ids[i], dh.Doc
-		rows = groupPieces(rows[:0], at, d.Pieces, func(k int) int64 { return textIDs[dh.Hashes[k]] })
-		if i >= fresh {
-			if err := diff.pieces(ctx, tx, id, rows, &pieces); err != nil {
+		for _, r := range g.group(d.Pieces, func(k int) int64 { return textIDs[dh.Hashes[k]] }) {
+			if err := pieces.add(ctx, id, r.addresses, r.textID); err != nil {
 				return err
 			}
-			if err := diff.facets(ctx, tx, id, d.Facets, &facets); err != nil {
+		}
+		for _, f := range d.Facets {
+			if err := facets.add(ctx, id, f); err != nil {
 				return err
-			}
-			// A few values a trace: written again whole.
-			if _, err := tx.ExecContext(ctx, `DELETE FROM search_meta WHERE trace_id = ?`, id); err != nil {
-				return err
-			}
-		} else {
-			for _, r := range rows {
-				if err := pieces.add(ctx, id, r.addresses, r.textID); err != nil {
-					return err
-				}
-			}
-			for _, f := range d.Facets {
-				if err := facets.add(ctx, id, f); err != nil {
-					return err
-				}
 			}
 		}
 		for _, m := range d.Meta {
@@ -249,28 +84,52 @@ func writeDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.I
 // repeats many texts (OpenTelemetry spans name the same operation, model
 // and tool again and again: 40-50% of a corpus span trace's pieces): a row
 // per text instead of a row per piece is that many fewer B-tree inserts.
-// Rows written before this grouping hold one address each, and read the
-// same way.
 type pieceRow struct {
 	textID    int64
 	addresses string
 }
 
-// groupPieces appends to rows one pieceRow per distinct text of pieces, in
-// the order of first occurrence; textID gives the text of piece k. at is
-// scratch space, cleared here.
-func groupPieces(rows []pieceRow, at map[int64]int, pieces []search.Piece, textID func(k int) int64) []pieceRow {
-	clear(at)
+// grouper groups a trace's pieces by text, reusing its memory from one
+// trace to the next.
+type grouper struct {
+	rows  []pieceRow
+	at    map[int64]int
+	addrs [][]string
+}
+
+// group returns one pieceRow per distinct text of pieces, in the order of
+// first occurrence; textID gives the text of piece k. The addresses of a
+// text are joined once at the end: appending to a string per piece made a
+// text repeated n times cost n² (60,000 identical events: minutes).
+func (g *grouper) group(pieces []search.Piece, textID func(k int) int64) []pieceRow {
+	if g.at == nil {
+		g.at = map[int64]int{}
+	}
+	clear(g.at)
+	g.rows, g.addrs = g.rows[:0], g.addrs[:0]
 	for k, p := range pieces {
 		t := textID(k)
-		if j, ok := at[t]; ok {
-			rows[j].addresses += "\n" + p.Address
+		if j, ok := g.at[t]; ok {
+			g.addrs[j] = append(g.addrs[j], p.Address)
 			continue
 		}
-		at[t] = len(rows)
-		rows = append(rows, pieceRow{textID: t, addresses: p.Address})
+		g.at[t] = len(g.rows)
+		g.rows = append(g.rows, pieceRow{textID: t})
+		if len(g.addrs) < cap(g.addrs) {
+			g.addrs = g.addrs[:len(g.addrs)+1]
+			g.addrs[len(g.addrs)-1] = append(g.addrs[len(g.addrs)-1][:0], p.Address)
+		} else {
+			g.addrs = append(g.addrs, []string{p.Address})
+		}
 	}
-	return rows
+	for j := range g.rows {
+		if len(g.addrs[j]) == 1 {
+			g.rows[j].addresses = g.addrs[j][0]
+		} else {
+			g.rows[j].addresses = strings.Join(g.addrs[j], "\n")
+		}
+	}
+	return g.rows
 }
 
 // textIDs returns the row id of each distinct text (by hash), inserting
@@ -316,24 +175,6 @@ func textIDs(ctx context.Context, tx *sql.Tx, texts map[storeutil.TextHash]strin
 		return nil, err
 	}
 	return ids, nil
-}
-
-// deleteDoc removes a trace's index rows, and the texts only it used.
-func deleteDoc(ctx context.Context, tx *sql.Tx, id string) error {
-	if err := markTexts(ctx, tx, `SELECT text_id FROM search_pieces WHERE trace_id = ?`, id); err != nil {
-		return err
-	}
-	for _, table := range []string{"search_pieces", "search_facets", "search_meta"} {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE trace_id = ?", id); err != nil {
-			return err
-		}
-	}
-	return sweepMarkedTexts(ctx, tx)
-}
-
-// markDatasetTexts marks the texts a dataset's traces use, before they go.
-func markDatasetTexts(ctx context.Context, tx *sql.Tx, datasetID string) error {
-	return markTexts(ctx, tx, `SELECT p.text_id FROM traces t JOIN search_pieces p ON p.trace_id = t.id WHERE t.dataset_id = ?`, datasetID)
 }
 
 // markTexts notes the text ids a query returns in a temporary table; after
@@ -454,6 +295,10 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	ds, err := s.Dataset(ctx, datasetID)
 	if err != nil {
 		return res, err
+	}
+	// Exact: every trace acknowledged before the search is in the index.
+	if err := s.ix.WaitFor(ctx, datasetID); err != nil {
+		return res, fail(ctx, err, "search dataset %s: index its queued traces", datasetID)
 	}
 	plan := search.Plan{Dataset: ds.Name, Common: map[string]bool{}, Sets: map[string]search.Leaf{}}
 	if names := q.Policies(); len(names) > 0 {
@@ -611,124 +456,40 @@ func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) 
 	return nil
 }
 
-// Reindex rebuilds the search index from the stored traces, a batch of
-// traces per transaction.
+// Reindex rebuilds the search index from the stored traces: it queues
+// every trace, empties the index and indexes the queue, a batch per
+// transaction of the index file (searches meanwhile wait for it).
 func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (int64, error) {
-	var total int64
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM traces`).Scan(&total); err != nil {
-		return 0, fail(ctx, err, "reindex")
-	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		for _, q := range []string{`DELETE FROM search_pieces`, `DELETE FROM search_facets`, `DELETE FROM search_meta`,
-			`DELETE FROM search_texts`, `DELETE FROM search_state`} {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	total, err := s.queueAll(ctx)
 	if err != nil {
+		return 0, fail(ctx, err, "reindex: queue the traces")
+	}
+	if err := s.writeIndex(ctx, func(tx *sql.Tx) error { return createIndex(ctx, tx) }); err != nil {
 		return 0, fail(ctx, err, "reindex: clear")
 	}
-	var done int64
-	after := ""
-	for {
-		ids, docs, err := s.readDocs(ctx, after, 500)
-		if err != nil {
-			return done, fail(ctx, err, "reindex")
-		}
-		if len(ids) == 0 {
-			break
-		}
-		if err := s.write(ctx, func(tx *sql.Tx) error {
-			// A trace written since the clear has indexed itself (start it
-			// over); one deleted since the read would fail its foreign key.
-			live := ids[:0:0]
-			var ld []storeutil.IndexDoc
-			for i, id := range ids {
-				if err := deleteDoc(ctx, tx, id); err != nil {
-					return err
-				}
-				var one int
-				if err := tx.QueryRowContext(ctx, `SELECT 1 FROM traces WHERE id = ?`, id).Scan(&one); err == nil {
-					live, ld = append(live, id), append(ld, storeutil.IndexDoc{Doc: docs[i]})
-				} else if !errors.Is(err, sql.ErrNoRows) {
-					return err
-				}
-			}
-			return insertDocs(ctx, tx, live, ld)
-		}); err != nil {
-			return done, fail(ctx, err, "reindex")
-		}
-		done += int64(len(ids))
-		after = ids[len(ids)-1]
+	done, err := indexer.CatchUp(ctx, indexBackend{s}, func(done int64) {
 		if progress != nil {
-			progress(done, total)
+			progress(min(done, total), total)
 		}
-	}
-	if _, err := s.w.ExecContext(ctx, `INSERT INTO search_state (version) VALUES (?)`, search.IndexVersion); err != nil {
-		return done, fail(ctx, err, "reindex")
-	}
-	return done, nil
-}
-
-// readDocs decodes up to n traces with ids after after, in id order, and
-// extracts their index documents.
-func (s *Store) readDocs(ctx context.Context, after string, n int) ([]string, []*search.Doc, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, metadata, encoding, content FROM traces WHERE id > ? ORDER BY id LIMIT ?`, after, n)
+	})
 	if err != nil {
-		return nil, nil, err
+		return min(done, total), fail(ctx, err, "reindex")
 	}
-	defer rows.Close()
-	var ids []string
-	var docs []*search.Doc
-	for rows.Next() {
-		var id string
-		var meta, content []byte
-		var enc int
-		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
-			return nil, nil, err
-		}
-		t, err := storeutil.DecodeContent(content, enc, meta)
-		if err != nil {
-			return nil, nil, fmt.Errorf("trace %s: %w", id, err)
-		}
-		d := search.Index(t)
-		ids, docs = append(ids, id), append(docs, &d)
-	}
-	return ids, docs, rows.Err()
-}
-
-// ensureIndex rebuilds the index when it was built by another version of
-// search.Index, or never (a database from before the index existed).
-func (s *Store) ensureIndex(ctx context.Context) error {
-	var v int
-	err := s.r.QueryRowContext(ctx, `SELECT version FROM search_state`).Scan(&v)
-	if err == nil && v == search.IndexVersion {
-		return nil
-	}
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
-	var any bool
-	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM traces)`).Scan(&any); err != nil {
-		return err
-	}
-	if any {
-		slog.Info("sqlite: building the search index", "was", strconv.Itoa(v), "now", search.IndexVersion)
-	}
-	_, err = s.Reindex(ctx, nil)
-	return err
+	return total, nil
 }
 
 // SearchIndexStats counts the index's texts and pieces and the bytes its
-// tables, their indexes and FTS5's own tables take in the file.
+// file's pages take (its tables, their indexes and FTS5's own tables),
+// once every queued trace is indexed.
 func (s *Store) SearchIndexStats(ctx context.Context) (store.SearchIndexStats, error) {
 	var st store.SearchIndexStats
+	if err := s.ix.WaitFor(ctx, ""); err != nil {
+		return st, fail(ctx, err, "search index stats")
+	}
 	var b sql.NullInt64
 	err := s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM search_texts),
 		(SELECT coalesce(sum(length(address) - length(replace(address, char(10), '')) + 1), 0) FROM search_pieces),
-		(SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'search%')`).Scan(&st.Texts, &st.Pieces, &b)
+		(SELECT sum(pgsize) FROM dbstat('idx'))`).Scan(&st.Texts, &st.Pieces, &b)
 	st.Bytes = b.Int64
 	if err != nil {
 		return st, fail(ctx, err, "search index stats")

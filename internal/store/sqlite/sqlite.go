@@ -2,7 +2,8 @@
 // Go): one file in WAL mode with foreign keys on and a busy timeout, one
 // writer connection through which every write goes, and a pool of read-only
 // connections. Commits are synchronous (synchronous=FULL), so a write that
-// returned survives a crash of the process or of the machine.
+// returned survives a crash of the process or of the machine. The search
+// index is a second file beside it with a writer of its own (index.go).
 package sqlite
 
 import (
@@ -21,6 +22,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
 	"github.com/lookout-dev/lookout/internal/store/internal/spanstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
@@ -39,8 +41,11 @@ type Store struct {
 	sqlstore.Store
 	// store.SpanTraces, over the statements of otel.go
 	spanstore.Traces
-	w *sql.DB // one connection: all writes, serialized
-	r *sql.DB // read-only connections
+	w    *sql.DB // one connection: all writes, serialized
+	r    *sql.DB // read-only connections, the index file attached
+	iw   *sql.DB // one connection: the index file's writes
+	ix   *indexer.Indexer
+	path string
 }
 
 var _ store.Store = (*Store)(nil)
@@ -75,21 +80,35 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
-	r, err := sql.Open("sqlite", common+"&_query_only=1&_pragma=cache_size(-16000)")
+	// The index file: derived data, but synchronous too, since the queue
+	// rows it replaces are gone once it commits.
+	iw, err := sql.Open("sqlite", fmt.Sprintf("%s?_busy_timeout=%d", IndexPath(path), BusyTimeout.Milliseconds())+
+		"&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate&_pragma=cache_size(-32000)&_pragma=journal_size_limit(67108864)&_pragma=temp_store(2)")
 	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: %s: %w", IndexPath(path), err)
 	}
+	iw.SetMaxOpenConns(1)
+	iw.SetMaxIdleConns(1)
+	iw.SetConnMaxLifetime(0)
+	iw.SetConnMaxIdleTime(0)
+	if err := iw.PingContext(ctx); err != nil {
+		iw.Close()
+		w.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", IndexPath(path), err)
+	}
+	r := sql.OpenDB(attacher{d: &sqlite.Driver{}, dsn: common + "&_query_only=1&_pragma=cache_size(-16000)", index: IndexPath(path)})
 	n := max(4, 2*runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	r.SetConnMaxIdleTime(5 * time.Minute)
 	if err := r.PingContext(ctx); err != nil {
 		r.Close()
+		iw.Close()
 		w.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
-	s := &Store{w: w, r: r}
+	s := &Store{w: w, r: r, iw: iw, path: path}
 	s.Store = sqlstore.Store{D: sqlstore.SQLite, R: sqlstore.SQL(r), W: sqlstore.SQL(w), Fail: fail, Hooks: hooks{},
 		// A read of two statements needs no snapshot here: every write
 		// that could come between them is the caller's own.
@@ -103,6 +122,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %s: search index: %w", path, err)
 	}
+	s.ix = indexer.Start(indexBackend{s}, "sqlite")
 	return s, nil
 }
 
@@ -132,9 +152,20 @@ func migrate(ctx context.Context, dsn string) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	if s.ix != nil {
+		s.ix.Stop()
+	}
 	// Let SQLite refresh its query planner statistics, as it recommends at close.
 	s.w.Exec("PRAGMA optimize")
-	return errors.Join(s.r.Close(), s.w.Close())
+	s.iw.Exec("PRAGMA optimize")
+	return errors.Join(s.r.Close(), s.iw.Close(), s.w.Close())
+}
+
+// kick tells the search indexer of traces queued by this process.
+func (s *Store) kick() {
+	if s.ix != nil {
+		s.ix.Kick()
+	}
 }
 
 // fail wraps err with what was being done, mapping it to the store's errors:
@@ -175,7 +206,11 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.kick()
+	return nil
 }
 
 // micros is a time as stored.
@@ -190,18 +225,6 @@ func optText(b []byte) any {
 
 // hooks are the parts of sqlstore's operations done the SQLite way.
 type hooks struct{}
-
-func (hooks) DeleteTrace(ctx context.Context, tx sqlstore.Querier, id string) error {
-	return deleteDoc(ctx, sqlstore.SQLTx(tx), id)
-}
-
-func (hooks) DeleteDataset(ctx context.Context, q sqlstore.Querier, id string) (func() error, error) {
-	tx := sqlstore.SQLTx(q)
-	if err := markDatasetTexts(ctx, tx, id); err != nil {
-		return nil, err
-	}
-	return func() error { return sweepMarkedTexts(ctx, tx) }, nil
-}
 
 func (hooks) InsertAnnotations(ctx context.Context, tx sqlstore.Querier, as []store.Annotation) error {
 	return insertAnnotations(ctx, sqlstore.SQLTx(tx), as)
@@ -219,8 +242,6 @@ func (hooks) InsertTraces(ctx context.Context, tx sqlstore.Querier, ownerID, dat
 func (hooks) AppendToTrace(ctx context.Context, tx sqlstore.Querier, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error) {
 	return appendToTrace(ctx, sqlstore.SQLTx(tx), id, events, spans, check)
 }
-
-func (hooks) Indexed([]storeutil.Row) {}
 
 func (hooks) AddScores(ctx context.Context, tx sqlstore.Querier, scores []store.Score) ([]store.Score, error) {
 	return addScores(ctx, sqlstore.SQLTx(tx), scores)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
@@ -17,8 +16,7 @@ import (
 
 // ---- traces ----
 
-// insertTraces writes prepared traces with their annotations and search
-// index in tx: in a dataset each gets its index, and the dataset its new
+// insertTraces writes prepared traces with their annotations in tx: in a dataset each gets its index, and the dataset its new
 // trace count and last push. *at is the trace being written, for errors.
 func insertTraces(ctx context.Context, tx *sql.Tx, ownerID, datasetID string, rows []storeutil.Row, now time.Time, at *int) error {
 	var ds any // NULL outside a dataset
@@ -77,12 +75,7 @@ func insertTraces(ctx context.Context, tx *sql.Tx, ownerID, datasetID string, ro
 		}
 	}
 	*at = -1
-	ids := make([]string, len(rows))
-	docs := make([]storeutil.IndexDoc, len(rows))
-	for i := range rows {
-		ids[i], docs[i] = rows[i].ID, storeutil.IndexDoc{Doc: &rows[i].Doc, Hashes: rows[i].Hashes}
-	}
-	return insertDocs(ctx, tx, ids, docs)
+	return nil
 }
 
 // ListTraces lists a dataset's traces by index, a page at a time.
@@ -138,23 +131,8 @@ func (s *Store) ListTraces(ctx context.Context, datasetID string, page store.Pag
 	return items, next, nil
 }
 
-// AppendEvents adds events to the end of a stored trace.
-func (s *Store) AppendEvents(ctx context.Context, id string, events []trace.Event) error {
-	if !storeutil.ValidID(id) {
-		return notFound("trace %q", id)
-	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := appendToTrace(ctx, tx, id, events, nil, nil)
-		return err
-	})
-	if err != nil {
-		return fail(ctx, err, "append events to trace %s", id)
-	}
-	return nil
-}
-
-// appendToTrace adds events and spans to the end of stored trace id, with
-// their search index, and returns its event count after. check, when not
+// appendToTrace adds events and spans to the end of stored trace id and
+// returns its event count after. check, when not
 // nil, sees the trace's dataset and event count before anything is
 // written.
 func appendToTrace(ctx context.Context, tx *sql.Tx, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error) {
@@ -177,20 +155,10 @@ func appendToTrace(ctx context.Context, tx *sql.Tx, id string, events []trace.Ev
 	if err != nil {
 		return 0, err
 	}
-	first := len(t.Events)
 	t.Events = append(t.Events, events...)
 	t.Spans = append(t.Spans, spans...)
 	content, enc = storeutil.EncodeContent(t)
-	if _, err = tx.ExecContext(ctx, `UPDATE traces SET content = ?, encoding = ?, event_count = ? WHERE id = ?`, content, enc, len(t.Events), id); err != nil {
-		return 0, err
-	}
-	d := search.IndexAppended(events, first, spans)
-	if err := insertDocs(ctx, tx, []string{id}, []storeutil.IndexDoc{{Doc: &d}}); err != nil {
-		return 0, err
-	}
-	// A trace of spans not yet built has index rows now: its build must
-	// replace them, not take it for one without any.
-	_, err = tx.ExecContext(ctx, `UPDATE otel_pending SET fresh = 0 WHERE trace_id = ? AND fresh`, id)
+	_, err = tx.ExecContext(ctx, `UPDATE traces SET content = ?, encoding = ?, event_count = ? WHERE id = ?`, content, enc, len(t.Events), id)
 	return len(t.Events), err
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -266,7 +268,67 @@ func checkCrashed(t *testing.T, open func(ctx context.Context, dsn string) (stor
 	if d.TraceCount != int64(len(all)) {
 		t.Fatalf("the dataset counts %d traces; %d are listed", d.TraceCount, len(all))
 	}
+	checkCrashedSearch(t, st, datasetID, all, seen)
 	t.Logf("%d acknowledged batches checked; %d batches (%d traces) stored in all", len(acked), len(seen), len(all))
+}
+
+// checkCrashedSearch checks that the search index, which the killed child
+// was most likely writing (it indexes in the background while the child
+// adds), answers as a scan of the stored traces would: a filter every
+// trace matches finds each stored trace once, and a filter of one batch
+// finds that batch.
+func checkCrashedSearch(t *testing.T, st store.Store, datasetID string, all []store.TraceSummary, seen map[int][]traceAt) {
+	t.Helper()
+	ctx := context.Background()
+	find := func(src string) []string {
+		q, err := search.Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		cursor := ""
+		for {
+			res, err := st.SearchTraces(ctx, datasetID, q, store.SearchOptions{Page: store.Page{Cursor: cursor, Limit: 1000}})
+			if err != nil {
+				t.Fatalf("search %q after the crash: %v", src, err)
+			}
+			for _, h := range res.Traces {
+				ids = append(ids, h.ID)
+			}
+			if res.Next == "" {
+				return ids
+			}
+			cursor = res.Next
+		}
+	}
+	want := make([]string, len(all))
+	for i, s := range all {
+		want[i] = s.ID
+	}
+	if got := find("meta:size>0"); !slices.Equal(got, want) {
+		t.Fatalf("after the crash, meta:size>0 finds %d traces; a scan finds %d", len(got), len(want))
+	}
+	// A word of every tau-bench trace's system prompt, and of none's metadata.
+	if got := find("airline"); !slices.Equal(got, want) {
+		t.Fatalf("after the crash, airline finds %d traces; a scan finds %d", len(got), len(want))
+	}
+	n := 0
+	for b := range seen {
+		if n++; n > 3 {
+			break
+		}
+		var ids []string
+		for _, s := range all {
+			var m struct{ Batch int }
+			json.Unmarshal(s.Metadata, &m)
+			if m.Batch == b {
+				ids = append(ids, s.ID)
+			}
+		}
+		if got := find(fmt.Sprintf("meta:batch=%d", b)); !slices.Equal(got, ids) {
+			t.Fatalf("after the crash, meta:batch=%d finds %v; a scan finds %v", b, got, ids)
+		}
+	}
 }
 
 // traceAt is where a trace of a crash-test batch was found.

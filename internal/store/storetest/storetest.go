@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AcceptSpansConcurrently", testAcceptSpansConcurrently},
 		{"SearchConformance", testSearchConformance},
 		{"SearchConsistency", testSearchConsistency},
+		{"SearchRightAfterWrite", testSearchRightAfterWrite},
 		{"Conversations", testConversations},
 		{"ConversationsConcurrently", testConversationsConcurrently},
 		{"ConversationsBatch", testConversationsBatch},

@@ -58,10 +58,6 @@ type Reader interface {
 // Tx is a backend's writing transaction.
 type Tx interface {
 	Reader
-	// LockIndex is taken first by a transaction that writes the search
-	// index, before any row lock, so that such writers never wait for each
-	// other in a cycle (a no-op where the writer is one connection).
-	LockIndex(ctx context.Context) error
 	// NextIndex selects a dataset's next_index, locking the dataset so
 	// that requests into it take turns (the first spans of a trace sent
 	// twice at once make one trace).
@@ -83,9 +79,8 @@ type Tx interface {
 	// that are pending, locking them in trace id order (as AcceptSpans takes
 	// them).
 	LockMarks(ctx context.Context, ids []string) (Rows, error)
-	// WriteIndex writes the index documents of the traces, those that had
-	// rows replacing them, in one go.
-	WriteIndex(ctx context.Context, docs []Doc) error
+	// Enqueue queues traces written for the search indexer.
+	Enqueue(ctx context.Context, traceIDs []string) error
 	// Pushed records spans pushed into a dataset: its next index, created
 	// traces more, and the time.
 	Pushed(ctx context.Context, datasetID string, next int64, created int, now time.Time) error
@@ -105,13 +100,6 @@ func (t Traces) PendingSpanTraces(ctx context.Context) (int64, error) {
 		return 0, t.b.Fail(ctx, err, "pending spans")
 	}
 	return n, nil
-}
-
-// Doc is the new index document of a trace.
-type Doc struct {
-	TraceID string
-	storeutil.IndexDoc
-	Fresh bool // the trace has no index rows yet
 }
 
 // AddSpans is store.SpanTraces.AddSpans.
@@ -137,9 +125,6 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 	now := storeutil.Now()
 	built := buildSpanGroups(groups, stored, build, now)
 	err = b.Write(ctx, func(tx Tx) error {
-		if err := tx.LockIndex(ctx); err != nil {
-			return err
-		}
 		next, err := nextIndex(ctx, tx, b, datasetID)
 		if err != nil {
 			return err
@@ -151,7 +136,7 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 		rebuildChanged(groups, built, tids, stored, nowTids, nowStored, build, now)
 		tids = nowTids
 		created := 0
-		var docs []Doc
+		var written []string
 		for i, g := range groups {
 			bt := &built[i]
 			ids[i], errs[i] = "", bt.Err
@@ -159,8 +144,7 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 				continue
 			}
 			r, tid := &bt.Row, tids[i]
-			fresh := tid == ""
-			if fresh {
+			if tid == "" {
 				tid = r.ID
 				if next, err = insertTrace(ctx, tx, ownerID, datasetID, g.OTelTraceID, r, next, now); err != nil {
 					return err
@@ -169,7 +153,7 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 			} else if err := tx.UpdateTrace(ctx, tid, r); err != nil {
 				return err
 			}
-			docs = append(docs, Doc{TraceID: tid, IndexDoc: storeutil.IndexDoc{Doc: &r.Doc, Hashes: r.Hashes}, Fresh: fresh})
+			written = append(written, tid)
 			if err := tx.UpsertSpans(ctx, tid, bt.Write); err != nil {
 				return err
 			}
@@ -179,8 +163,7 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 			}
 			ids[i] = tid
 		}
-		// One index write for the request's traces.
-		if err := tx.WriteIndex(ctx, docs); err != nil {
+		if err := tx.Enqueue(ctx, written); err != nil {
 			return err
 		}
 		return tx.Pushed(ctx, datasetID, next, created, now)
@@ -305,9 +288,6 @@ func (t Traces) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
 	var out []store.PendingBuild
 	err = b.Write(ctx, func(tx Tx) error {
 		out = out[:0]
-		if err := tx.LockIndex(ctx); err != nil {
-			return err
-		}
 		ids := make([]string, len(ps))
 		for i, p := range ps {
 			ids[i] = p.TraceID
@@ -320,7 +300,7 @@ func (t Traces) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
 		if err := rebuildMoved(ps, built, seqs, read, build, now); err != nil {
 			return err
 		}
-		var docs []Doc
+		var written []string
 		for i, p := range ps {
 			if _, ok := seqs[p.TraceID]; !ok {
 				continue // built meanwhile, or deleted
@@ -337,9 +317,9 @@ func (t Traces) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
 			if err := tx.UpdateTrace(ctx, p.TraceID, r); err != nil {
 				return err
 			}
-			docs = append(docs, Doc{TraceID: p.TraceID, IndexDoc: storeutil.IndexDoc{Doc: &r.Doc, Hashes: r.Hashes}, Fresh: p.Fresh})
+			written = append(written, p.TraceID)
 		}
-		return tx.WriteIndex(ctx, docs)
+		return tx.Enqueue(ctx, written)
 	})
 	if err != nil {
 		return nil, b.Fail(ctx, err, "build pending spans")

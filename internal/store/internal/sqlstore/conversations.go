@@ -67,7 +67,11 @@ func (s *Store) RecordConversations(ctx context.Context, ownerID, datasetID stri
 			if err := s.Hooks.InsertTraces(ctx, tx, ownerID, datasetID, rows, now); err != nil {
 				return err
 			}
+			if err := s.Enqueue(ctx, tx, rowIDs(rows)); err != nil {
+				return err
+			}
 		}
+		var appended []string
 		var anns []store.Annotation
 		for i := range prep.Steps {
 			p := &prep.Steps[i]
@@ -87,11 +91,15 @@ func (s *Store) RecordConversations(ctx context.Context, ownerID, datasetID stri
 					return err
 				}
 				anns = append(anns, p.Anns...)
+				appended = append(appended, p.ID)
 				p.Events = events
 			}
 			if _, err := tx.Exec(ctx, upsertConversation, p.ID, datasetID, steps[i].Head, p.Events, s.D.Time(now)); err != nil {
 				return err
 			}
+		}
+		if err := s.Enqueue(ctx, tx, appended); err != nil {
+			return err
 		}
 		if len(anns) > 0 {
 			return s.Hooks.InsertAnnotations(ctx, tx, anns)
@@ -101,7 +109,6 @@ func (s *Store) RecordConversations(ctx context.Context, ownerID, datasetID stri
 	if err != nil {
 		return nil, nil, s.Fail(ctx, err, "record %d conversation steps in dataset %s", len(steps), datasetID)
 	}
-	s.Hooks.Indexed(prep.NewRows())
 	ids, errs := prep.Results()
 	return ids, errs, nil
 }

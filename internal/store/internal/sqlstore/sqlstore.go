@@ -132,6 +132,9 @@ type Dialect struct {
 	// (SQLite has no array type).
 	InList   string
 	JSONList bool
+	// Elems is a table of the elements of the List given as $1, one a
+	// row, in column value.
+	Elems string
 	// ExtraIs is the condition that an annotation's extra object has
 	// member $3 equal to the string $4.
 	ExtraIs string
@@ -139,11 +142,13 @@ type Dialect struct {
 
 // SQLite is the dialect of the SQLite backend.
 var SQLite = Dialect{Name: "sqlite", MicrosTime: true, Seq: "rowid", AnnotationSeq: "rowid",
-	ExtraIs: `json_extract(extra, '$."' || $3 || '"') = $4`, InList: `IN (SELECT value FROM json_each($2))`, JSONList: true}
+	ExtraIs: `json_extract(extra, '$."' || $3 || '"') = $4`, InList: `IN (SELECT value FROM json_each($2))`, JSONList: true,
+	Elems: `json_each($1)`}
 
 // Postgres is the dialect of the PostgreSQL backend.
 var Postgres = Dialect{Name: "postgres", C: ` COLLATE "C"`, ForUpdate: ` FOR UPDATE`, ForShare: ` FOR SHARE`, Seq: "id", AnnotationSeq: "seq",
-	ExtraIs: `extra IS NOT NULL AND extra::jsonb ->> $3 = $4`, InList: `= ANY($2::text[])`}
+	ExtraIs: `extra IS NOT NULL AND extra::jsonb ->> $3 = $4`, InList: `= ANY($2::text[])`,
+	Elems: `unnest($1::uuid[]) AS value`}
 
 // Time is a time as the dialect stores it, for a statement's argument.
 func (d *Dialect) Time(t time.Time) any {
@@ -250,19 +255,15 @@ type Store struct {
 }
 
 // Hooks are the parts of shared operations a backend does its own way:
-// its search index and its bulk writes. tx is a transaction of Write.
+// its bulk writes. tx is a transaction of Write.
 type Hooks interface {
-	// DeleteTrace removes a trace's search documents before the trace.
-	DeleteTrace(ctx context.Context, tx Querier, id string) error
-	// DeleteDataset readies the removal of a dataset's search documents;
-	// sweep runs once the dataset's rows are gone.
-	DeleteDataset(ctx context.Context, tx Querier, id string) (sweep func() error, err error)
 	// InsertAnnotations writes prepared annotations.
 	InsertAnnotations(ctx context.Context, tx Querier, as []store.Annotation) error
-	// InsertTraces writes new traces with their search index.
+	// InsertTraces writes new traces (the caller queues them for the
+	// search index).
 	InsertTraces(ctx context.Context, tx Querier, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error
-	// AppendToTrace adds events and spans to the end of a stored trace,
-	// with their search index, and returns its event count after; check,
+	// AppendToTrace adds events and spans to the end of a stored trace
+	// (the caller queues it for the search index) and returns its event count after; check,
 	// when not nil, sees the trace's dataset and event count before
 	// anything is written.
 	AppendToTrace(ctx context.Context, tx Querier, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error)
@@ -270,8 +271,6 @@ type Hooks interface {
 	AddScores(ctx context.Context, tx Querier, scores []store.Score) ([]store.Score, error)
 	// PutStatuses records the statuses of a run's results.
 	PutStatuses(ctx context.Context, tx Querier, runID string, results []store.TraceResult, now time.Time) error
-	// Indexed is told of new traces once their transaction committed.
-	Indexed(rows []storeutil.Row)
 }
 
 // SQLTx is the transaction under a Querier of SQL, else nil.

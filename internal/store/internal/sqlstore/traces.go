@@ -7,6 +7,7 @@ import (
 
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
+	"github.com/lookout-dev/lookout/internal/trace"
 )
 
 // Trace reads one trace.
@@ -40,7 +41,7 @@ func (s *Store) DeleteTrace(ctx context.Context, id string) error {
 		return s.notFound("trace %q", id)
 	}
 	err := s.Write(ctx, func(tx Querier) error {
-		if err := s.Hooks.DeleteTrace(ctx, tx, id); err != nil {
+		if err := s.Enqueue(ctx, tx, []string{id}); err != nil {
 			return err
 		}
 		var ds NullString
@@ -65,8 +66,7 @@ func (s *Store) DeleteDataset(ctx context.Context, id string) error {
 		return s.notFound("dataset %q", id)
 	}
 	err := s.Write(ctx, func(tx Querier) error {
-		sweep, err := s.Hooks.DeleteDataset(ctx, tx, id)
-		if err != nil {
+		if err := s.enqueueDataset(ctx, tx, id); err != nil {
 			return err
 		}
 		n, err := tx.Exec(ctx, `DELETE FROM datasets WHERE id = $1`, id)
@@ -76,7 +76,7 @@ func (s *Store) DeleteDataset(ctx context.Context, id string) error {
 		if n == 0 {
 			return s.notFound("dataset %s", id)
 		}
-		return sweep()
+		return nil
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return s.Fail(ctx, err, "delete dataset %s", id)
@@ -211,6 +211,23 @@ func (s *Store) replaceAnnotations(ctx context.Context, traceID, source, key, va
 	return nil
 }
 
+// AppendEvents adds events to the end of a stored trace.
+func (s *Store) AppendEvents(ctx context.Context, id string, events []trace.Event) error {
+	if !storeutil.ValidID(id) {
+		return s.notFound("trace %q", id)
+	}
+	err := s.Write(ctx, func(tx Querier) error {
+		if _, err := s.Hooks.AppendToTrace(ctx, tx, id, events, nil, nil); err != nil {
+			return err
+		}
+		return s.Enqueue(ctx, tx, []string{id})
+	})
+	if err != nil {
+		return s.Fail(ctx, err, "append events to trace %s", id)
+	}
+	return nil
+}
+
 // AddTraces stores a batch of traces in one transaction: all or none.
 func (s *Store) AddTraces(ctx context.Context, ownerID, datasetID string, traces []store.NewTrace) ([]string, error) {
 	if !storeutil.ValidID(ownerID) {
@@ -233,7 +250,10 @@ func (s *Store) AddTraces(ctx context.Context, ownerID, datasetID string, traces
 		return []string{}, nil
 	}
 	err = s.Write(ctx, func(tx Querier) error {
-		return s.Hooks.InsertTraces(ctx, tx, ownerID, datasetID, rows, now)
+		if err := s.Hooks.InsertTraces(ctx, tx, ownerID, datasetID, rows, now); err != nil {
+			return err
+		}
+		return s.Enqueue(ctx, tx, rowIDs(rows))
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -241,10 +261,13 @@ func (s *Store) AddTraces(ctx context.Context, ownerID, datasetID string, traces
 		}
 		return nil, s.Fail(ctx, err, "add traces")
 	}
+	return rowIDs(rows), nil
+}
+
+func rowIDs(rows []storeutil.Row) []string {
 	ids := make([]string, len(rows))
 	for i := range rows {
 		ids[i] = rows[i].ID
 	}
-	s.Hooks.Indexed(rows)
-	return ids, nil
+	return ids
 }

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -113,8 +112,6 @@ type Row struct {
 	Content    []byte
 	Encoding   int
 	Anns       []store.Annotation // with ids and times set
-	Doc        search.Doc         // what the search index keeps of it
-	Hashes     []TextHash         // of Doc.Pieces' texts, in order
 }
 
 // PrepareTraces checks and encodes a batch of new traces (on several cores
@@ -156,8 +153,6 @@ func PrepareTraces(ts []store.NewTrace, now time.Time) ([]Row, error) {
 	}
 	encode := func(i int) {
 		rows[i].Content, rows[i].Encoding = EncodeContent(ts[i].Trace)
-		rows[i].Doc = search.Index(ts[i].Trace)
-		rows[i].Hashes = HashPieces(rows[i].Doc.Pieces)
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(ts)/8)
 	if workers < 2 {

@@ -398,7 +398,6 @@ func HashPieces(ps []search.Piece) []TextHash {
 type IndexDoc struct {
 	Doc    *search.Doc
 	Hashes []TextHash // nil: to be computed
-	Seq    int        // the place of its first piece in the trace (after those of earlier events)
 }
 
 // DistinctTexts fills in missing hashes and returns the distinct texts of

@@ -1,0 +1,298 @@
+// Package indexer keeps a store's search index apart from the writes of
+// traces. A trace's write commits the trace and queues its id (a row of
+// search_queue, in the same transaction); the indexer reads the queue in
+// large batches on a connection of its own, computes the traces' index
+// documents from their stored content, writes them and removes the queue
+// rows, so index work runs beside the writer instead of inside it. The
+// queue is the durable watermark: on start, and after a crash, the indexer
+// goes on from what is left in it (a batch written but not removed is
+// written again: documents replace what a trace had).
+//
+// A search stays exact: WaitFor, called before it, returns once every
+// queue row of its dataset that existed when it was called is indexed,
+// indexing them itself rather than waiting for the background's turn, so
+// a search sees every trace acknowledged before it began, once, and does
+// not wait for the work of other datasets.
+package indexer
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/lookout-dev/lookout/internal/search"
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// Entry is one row of the queue: a trace written (inserted, changed or
+// deleted) at seq.
+type Entry struct {
+	Seq     int64
+	TraceID string
+}
+
+// Doc is the new index document of a trace; a nil Doc removes the
+// trace's document (the trace is gone).
+type Doc struct {
+	TraceID string
+	Doc     *search.Doc
+}
+
+// Backend is a store's side of the indexer.
+type Backend interface {
+	// Begin starts a step that holds the index's write lock, so that
+	// indexers (of several processes on one database) take turns, and
+	// each reads traces at least as new as the one before it wrote.
+	Begin(ctx context.Context) (Step, error)
+	// Bounds reads the queue, or the rows of one dataset (datasetID not
+	// ""): the seq of the oldest and newest rows (0 when none) and, when
+	// count is set, their number and the time the oldest was queued.
+	Bounds(ctx context.Context, datasetID string, count bool) (Bounds, error)
+}
+
+// Step is one batch of the indexer, in the index's write transaction.
+type Step interface {
+	// Queued returns up to n of the oldest queue rows, of one dataset
+	// when datasetID is not "".
+	Queued(ctx context.Context, n int, datasetID string) ([]Entry, error)
+	// Traces calls fn with each stored trace of ids (those gone are not
+	// given); an error of one trace's content goes to fn as bad.
+	Traces(ctx context.Context, ids []string, fn func(id string, t *trace.Trace, bad error)) error
+	// Write replaces the documents of the traces.
+	Write(ctx context.Context, docs []Doc) error
+	// Commit commits the documents, then removes the queue rows done.
+	Commit(ctx context.Context, done []Entry) error
+	// Rollback ends a step that failed.
+	Rollback()
+}
+
+// Bounds describes the queue.
+type Bounds struct {
+	First, Last int64
+	Queued      int64
+	Oldest      time.Time
+}
+
+// BatchSize is how many queue rows a step takes at most. A larger batch
+// writes each repeated text once for more traces and flushes the full-text
+// index less often; a search that waits sees progress at this grain.
+const BatchSize = 256
+
+// Indexer runs a Backend's steps in the background.
+type Indexer struct {
+	b      Backend
+	name   string
+	kick   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu      sync.Mutex
+	rate    float64 // traces a second, while busy (moving average)
+	lastErr error
+}
+
+// OffEnv names the environment variable that, set to "off", keeps this
+// process's background indexer from running: what it writes stays queued
+// for another process or a later start (a bulk load indexed afterwards,
+// the bench's baseline without an index). Its searches still index their
+// own dataset's queued traces first.
+const OffEnv = "LOOKOUT_INDEXER"
+
+// Start starts the indexer's loop; Stop ends it.
+func Start(b Backend, name string) *Indexer {
+	ctx, cancel := context.WithCancel(context.Background())
+	ix := &Indexer{b: b, name: name, kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	if os.Getenv(OffEnv) == "off" {
+		slog.Warn(name + ": the search indexer is off (" + OffEnv + "=off): traces stay queued, and searches index their own dataset first")
+		close(ix.done)
+		return ix
+	}
+	go ix.loop(ctx)
+	return ix
+}
+
+// Stop stops the loop at the end of its current step and waits for it.
+// What is still queued stays queued for the next start.
+func (ix *Indexer) Stop() {
+	ix.cancel()
+	<-ix.done
+}
+
+// Kick tells the indexer that the queue has grown.
+func (ix *Indexer) Kick() {
+	select {
+	case ix.kick <- struct{}{}:
+	default:
+	}
+}
+
+// poll is how often an idle indexer looks at the queue without being
+// kicked: another process (a CLI beside `lookout serve`) may write.
+const poll = time.Second
+
+func (ix *Indexer) loop(ctx context.Context) {
+	defer close(ix.done)
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		start := time.Now()
+		n, err := RunStep(ctx, ix.b, "")
+		ix.mu.Lock()
+		if n > 0 {
+			r := float64(n) / max(time.Since(start).Seconds(), 1e-6)
+			if ix.rate == 0 {
+				ix.rate = r
+			} else {
+				ix.rate = 0.8*ix.rate + 0.2*r
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			if ix.lastErr == nil || ix.lastErr.Error() != err.Error() {
+				slog.Error(ix.name+": search indexer", "err", err)
+			}
+		}
+		ix.lastErr = err
+		ix.mu.Unlock()
+		var wait time.Duration
+		switch {
+		case err != nil:
+			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+			wait = backoff
+		case n == BatchSize:
+			backoff = 0
+			continue
+		default:
+			backoff = 0
+			wait = poll
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-ix.kick:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// RunStep indexes one batch of the queue (of one dataset's rows when
+// datasetID is not "") and returns how many queue rows it removed. A trace
+// whose content cannot be decoded loses its document (and is logged)
+// rather than stopping the queue.
+func RunStep(ctx context.Context, b Backend, datasetID string) (int, error) {
+	st, err := b.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n, err := runStep(ctx, st, datasetID)
+	if err != nil {
+		st.Rollback()
+		return 0, err
+	}
+	return n, nil
+}
+
+func runStep(ctx context.Context, st Step, datasetID string) (int, error) {
+	entries, err := st.Queued(ctx, BatchSize, datasetID)
+	if err != nil || len(entries) == 0 {
+		if err == nil {
+			st.Rollback()
+		}
+		return 0, err
+	}
+	// A trace queued several times (appended to, rebuilt from more spans)
+	// is indexed once, from what is stored now.
+	seen := make(map[string]int, len(entries))
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if _, ok := seen[e.TraceID]; !ok {
+			seen[e.TraceID] = len(ids)
+			ids = append(ids, e.TraceID)
+		}
+	}
+	docs := make([]Doc, len(ids))
+	for i, id := range ids {
+		docs[i].TraceID = id
+	}
+	err = st.Traces(ctx, ids, func(id string, t *trace.Trace, bad error) {
+		if bad != nil {
+			slog.Warn("search index: trace skipped", "trace", id, "err", bad)
+			return
+		}
+		d := search.Index(t)
+		docs[seen[id]].Doc = &d
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := st.Write(ctx, docs); err != nil {
+		return 0, err
+	}
+	if err := st.Commit(ctx, entries); err != nil {
+		return 0, err
+	}
+	return len(entries), nil
+}
+
+// CatchUp indexes the whole queue in this goroutine, calling progress
+// after each step (for `lookout reindex`).
+func CatchUp(ctx context.Context, b Backend, progress func(done int64)) (int64, error) {
+	var done int64
+	for {
+		n, err := RunStep(ctx, b, "")
+		if err != nil {
+			return done, err
+		}
+		if n == 0 {
+			return done, nil
+		}
+		done += int64(n)
+		if progress != nil {
+			progress(done)
+		}
+	}
+}
+
+// WaitFor returns once every trace of a dataset (of all, for "") queued
+// before the call is indexed, or with ctx's error. It indexes them itself,
+// a batch at a time, taking turns with the background loop.
+func (ix *Indexer) WaitFor(ctx context.Context, datasetID string) error {
+	bs, err := ix.b.Bounds(ctx, datasetID, false)
+	if err != nil || bs.Last == 0 {
+		return err
+	}
+	last := bs.Last
+	for {
+		// A step of none: another indexer took the rows meanwhile.
+		if _, err := RunStep(ctx, ix.b, datasetID); err != nil {
+			return err
+		}
+		bs, err = ix.b.Bounds(ctx, datasetID, false)
+		if err != nil {
+			return err
+		}
+		if bs.First == 0 || bs.First > last {
+			return nil
+		}
+	}
+}
+
+// Backlog reads the queue and the measured rate.
+func (ix *Indexer) Backlog(ctx context.Context) (store.IndexBacklog, error) {
+	bs, err := ix.b.Bounds(ctx, "", true)
+	if err != nil {
+		return store.IndexBacklog{}, err
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	bl := store.IndexBacklog{Queued: bs.Queued, Err: ix.lastErr}
+	if bs.Queued > 0 {
+		bl.Lag = max(time.Since(bs.Oldest), 0)
+		if ix.rate > 0 {
+			bl.CatchUp = time.Duration(float64(bs.Queued) / ix.rate * float64(time.Second))
+		}
+	}
+	return bl, nil
+}

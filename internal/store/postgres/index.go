@@ -1,0 +1,199 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lookout-dev/lookout/internal/search"
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
+	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// indexLock is the advisory lock an indexer's transaction holds, so that
+// the indexers of several servers on one database take turns: each reads
+// the queue and the traces after the one before it committed.
+const indexLock = 0x6c6f6f6b6f7574
+
+// ensureIndex makes the index one of this version: one of another version
+// (or none) is emptied and every trace queued, in one transaction, and the
+// indexer fills it.
+func (s *Store) ensureIndex(ctx context.Context) error {
+	var v int
+	err := s.pool.QueryRow(ctx, `SELECT version FROM search_state`).Scan(&v)
+	if err == nil && v == search.IndexVersion {
+		return nil
+	}
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	n, err := s.resetIndex(ctx)
+	if n > 0 {
+		slog.Info("postgres: building the search index", "traces", n)
+	}
+	return err
+}
+
+// resetIndex empties the index and queues every trace.
+func (s *Store) resetIndex(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(indexLock)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `TRUNCATE search_pieces, search_facets, search_meta, search_texts, search_state`); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO search_queue (trace_id, queued_at) SELECT id, now() FROM traces ORDER BY created_at`)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		_, err = tx.Exec(ctx, `INSERT INTO search_state (version) VALUES ($1)`, search.IndexVersion)
+		return err
+	})
+	return n, err
+}
+
+// Reindex rebuilds the search index from the stored traces: it empties the
+// index, queues every trace and indexes the queue, a batch per
+// transaction (searches meanwhile wait for it).
+func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (int64, error) {
+	total, err := s.resetIndex(ctx)
+	if err != nil {
+		return 0, fail(ctx, err, "reindex: clear")
+	}
+	done, err := indexer.CatchUp(ctx, indexBackend{s}, func(done int64) {
+		if progress != nil {
+			progress(min(done, total), total)
+		}
+	})
+	if err != nil {
+		return min(done, total), fail(ctx, err, "reindex")
+	}
+	return total, nil
+}
+
+// indexBackend is the Store as the indexer's backend.
+type indexBackend struct{ s *Store }
+
+func (b indexBackend) Bounds(ctx context.Context, datasetID string, count bool) (indexer.Bounds, error) {
+	return b.s.QueueBounds(ctx, datasetID, count)
+}
+
+func (b indexBackend) Begin(ctx context.Context) (indexer.Step, error) {
+	tx, err := b.s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(indexLock)); err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return &indexStep{s: b.s, tx: tx}, nil
+}
+
+// indexStep reads the queue and the traces and writes the index in one
+// transaction.
+type indexStep struct {
+	s      *Store
+	tx     pgx.Tx
+	pieces int64
+}
+
+func (st *indexStep) Queued(ctx context.Context, n int, datasetID string) ([]indexer.Entry, error) {
+	q, args := `SELECT seq, trace_id::text FROM search_queue ORDER BY seq LIMIT $1`, []any{n}
+	if datasetID != "" {
+		q, args = `SELECT seq, trace_id::text FROM search_queue WHERE dataset_id = $2 ORDER BY seq LIMIT $1`, []any{n, datasetID}
+	}
+	rows, err := st.tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (indexer.Entry, error) {
+		var e indexer.Entry
+		err := r.Scan(&e.Seq, &e.TraceID)
+		return e, err
+	})
+}
+
+func (st *indexStep) Traces(ctx context.Context, ids []string, fn func(id string, t *trace.Trace, bad error)) error {
+	rows, err := st.tx.Query(ctx, `SELECT id::text, metadata, encoding, content FROM traces WHERE id = ANY($1::uuid[])`, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var meta, content []byte
+		var enc int16
+		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
+			return err
+		}
+		t, err := storeutil.DecodeContent(content, int(enc), meta)
+		fn(id, t, err)
+	}
+	return rows.Err()
+}
+
+func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {
+	ids := make([]string, len(docs))
+	var live []string
+	var ld []storeutil.IndexDoc
+	for i, d := range docs {
+		ids[i] = d.TraceID
+		if d.Doc != nil {
+			live, ld = append(live, d.TraceID), append(ld, storeutil.IndexDoc{Doc: d.Doc})
+			st.pieces += int64(len(d.Doc.Pieces))
+		}
+	}
+	// Every trace's rows go, the live ones are written whole, then the
+	// texts of the rows dropped that nothing uses any more.
+	rows, err := st.tx.Query(ctx, `DELETE FROM search_pieces WHERE trace_id = ANY($1::uuid[]) RETURNING text_id`, ids)
+	if err != nil {
+		return err
+	}
+	used, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return err
+	}
+	for _, table := range []string{"search_facets", "search_meta"} {
+		if _, err := st.tx.Exec(ctx, "DELETE FROM "+table+" WHERE trace_id = ANY($1::uuid[])", ids); err != nil {
+			return err
+		}
+	}
+	if err := insertDocs(ctx, st.tx, live, ld); err != nil {
+		return err
+	}
+	return sweepTexts(ctx, st.tx, used)
+}
+
+func (st *indexStep) Commit(ctx context.Context, done []indexer.Entry) error {
+	seqs := make([]int64, len(done))
+	for i, e := range done {
+		seqs[i] = e.Seq
+	}
+	if _, err := st.tx.Exec(ctx, `DELETE FROM search_queue WHERE seq = ANY($1)`, seqs); err != nil {
+		return err
+	}
+	if err := st.tx.Commit(ctx); err != nil {
+		return err
+	}
+	st.s.noteIndexed(st.pieces)
+	return nil
+}
+
+func (st *indexStep) Rollback() { st.tx.Rollback(context.Background()) }
+
+// IndexBacklog is store.Search.IndexBacklog.
+func (s *Store) IndexBacklog(ctx context.Context) (store.IndexBacklog, error) {
+	bl, err := s.ix.Backlog(ctx)
+	if err != nil {
+		return bl, fail(ctx, err, "search index backlog")
+	}
+	return bl, nil
+}

@@ -1,0 +1,316 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"modernc.org/sqlite"
+
+	"github.com/lookout-dev/lookout/internal/search"
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
+	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
+	"github.com/lookout-dev/lookout/internal/trace"
+)
+
+// The search index lives in a database file of its own beside the main
+// one (IndexPath), written only by the indexer (internal/indexer) through
+// its own connection, so that its writer lock is not the traces' one. The
+// read connections attach it as "idx": the search statements name its
+// tables unqualified, which SQLite resolves across attached files. It holds
+// no foreign keys (they cannot cross files): a deleted trace's rows stay
+// until the indexer removes them, and every search joins traces, so they
+// are never seen.
+
+// IndexPath is the file of the search index of the database at path.
+func IndexPath(path string) string { return path + "-search" }
+
+// indexSchema is the version of the statements below; with
+// search.IndexVersion it is kept in search_state, and an index of another
+// version is dropped and rebuilt.
+const indexSchema = 1
+
+var indexTables = []string{
+	// Each distinct text once (agents repeat system prompts, tool names and
+	// outputs across traces): the full-text index covers these rows only.
+	// hash: the first 16 bytes of the text's SHA-256. The text is
+	// lower-cased (code point offsets stay those of the original), and
+	// FTS5's trigram tokenizer makes any substring of 3 or more characters
+	// an index lookup.
+	`CREATE TABLE search_texts (
+		id   INTEGER PRIMARY KEY,
+		hash BLOB NOT NULL UNIQUE,
+		text TEXT NOT NULL
+	)`,
+	`CREATE VIRTUAL TABLE search_fts USING fts5 (
+		text, content = 'search_texts', content_rowid = 'id',
+		tokenize = 'trigram case_sensitive 1', detail = 'none'
+	)`,
+	`CREATE TRIGGER search_texts_insert AFTER INSERT ON search_texts BEGIN
+		INSERT INTO search_fts (rowid, text) VALUES (new.id, new.text);
+	END`,
+	`CREATE TRIGGER search_texts_delete AFTER DELETE ON search_texts BEGIN
+		INSERT INTO search_fts (search_fts, rowid, text) VALUES ('delete', old.id, old.text);
+	END`,
+	// A trace's texts, each with every address where it occurs (rows in
+	// insertion order: a trace's pieces in order).
+	`CREATE TABLE search_pieces (
+		trace_id TEXT NOT NULL,
+		address  TEXT NOT NULL,
+		text_id  INTEGER NOT NULL
+	)`,
+	`CREATE INDEX search_pieces_trace ON search_pieces (trace_id)`,
+	`CREATE INDEX search_pieces_text ON search_pieces (text_id)`,
+	`CREATE TABLE search_facets (
+		facet    TEXT NOT NULL,
+		trace_id TEXT NOT NULL,
+		PRIMARY KEY (facet, trace_id)
+	) WITHOUT ROWID`,
+	`CREATE INDEX search_facets_trace ON search_facets (trace_id)`,
+	`CREATE TABLE search_meta (
+		trace_id TEXT NOT NULL,
+		key      TEXT NOT NULL,
+		text     TEXT NOT NULL,
+		num      REAL
+	)`,
+	// A prefix of the text: a B-tree entry must stay small, whatever the value.
+	`CREATE INDEX search_meta_text ON search_meta (key, substr(text, 1, 200))`,
+	`CREATE INDEX search_meta_num ON search_meta (key, num) WHERE num IS NOT NULL`,
+	`CREATE INDEX search_meta_trace ON search_meta (trace_id)`,
+	`CREATE TABLE search_state (version INTEGER NOT NULL, schema INTEGER NOT NULL)`,
+}
+
+// dropIndex removes the index's tables, whatever version made them.
+func dropIndex(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'trigger') AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'search_fts_%'`)
+	if err != nil {
+		return err
+	}
+	var drops []string
+	for rows.Next() {
+		var typ, name string
+		if err := rows.Scan(&typ, &name); err != nil {
+			rows.Close()
+			return err
+		}
+		drops = append(drops, fmt.Sprintf("DROP %s IF EXISTS %q", typ, name))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, d := range drops {
+		if _, err := tx.ExecContext(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createIndex drops the index and creates it empty, of this version.
+func createIndex(ctx context.Context, tx *sql.Tx) error {
+	if err := dropIndex(ctx, tx); err != nil {
+		return err
+	}
+	for _, q := range indexTables {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO search_state (version, schema) VALUES (?, ?)`, search.IndexVersion, indexSchema)
+	return err
+}
+
+// ensureIndex makes the index file hold an index of this version: one of
+// another version (or none) is created empty after every trace is queued,
+// and the indexer fills it.
+func (s *Store) ensureIndex(ctx context.Context) error {
+	var v, schema int
+	err := s.iw.QueryRowContext(ctx, `SELECT version, schema FROM search_state`).Scan(&v, &schema)
+	if err == nil && v == search.IndexVersion && schema == indexSchema {
+		return nil
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) && !isNoTable(err) {
+		return err
+	}
+	// Queue first: a crash between the two leaves an index of the old
+	// version, which the next start replaces again.
+	n, err := s.queueAll(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		slog.Info("sqlite: building the search index", "traces", n, "index", IndexPath(s.path))
+	}
+	return s.writeIndex(ctx, func(tx *sql.Tx) error { return createIndex(ctx, tx) })
+}
+
+// isNoTable reports a statement on a table the file does not have.
+func isNoTable(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == 1 // SQLITE_ERROR: no such table
+}
+
+// queueAll queues every stored trace for the indexer.
+func (s *Store) queueAll(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO search_queue (trace_id, queued_at) SELECT id, ? FROM traces ORDER BY rowid`, micros(storeutil.Now()))
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		return err
+	})
+	return n, err
+}
+
+// writeIndex runs fn in a transaction of the index file's writer.
+func (s *Store) writeIndex(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.iw.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// attacher opens read connections with the index file attached as idx.
+type attacher struct {
+	d          *sqlite.Driver
+	dsn, index string
+}
+
+func (a attacher) Connect(ctx context.Context) (driver.Conn, error) {
+	c, err := a.d.Open(a.dsn)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.(driver.ExecerContext).ExecContext(ctx, `ATTACH DATABASE ? AS idx`, []driver.NamedValue{{Ordinal: 1, Value: a.index}}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("attach the search index %s: %w", a.index, err)
+	}
+	return c, nil
+}
+
+func (a attacher) Driver() driver.Driver { return a.d }
+
+// ---- indexer.Backend ----
+
+// indexBackend is the Store as the indexer's backend.
+type indexBackend struct{ s *Store }
+
+func (b indexBackend) Bounds(ctx context.Context, datasetID string, count bool) (indexer.Bounds, error) {
+	return b.s.QueueBounds(ctx, datasetID, count)
+}
+
+func (b indexBackend) Begin(ctx context.Context) (indexer.Step, error) {
+	tx, err := b.s.iw.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the index's writer lock
+	if err != nil {
+		return nil, err
+	}
+	return &indexStep{s: b.s, tx: tx}, nil
+}
+
+// indexStep reads the queue and the traces on the read pool (the main
+// file) and writes the index file in tx.
+type indexStep struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+func (st *indexStep) Queued(ctx context.Context, n int, datasetID string) ([]indexer.Entry, error) {
+	q, args := `SELECT seq, trace_id FROM search_queue ORDER BY seq LIMIT ?`, []any{n}
+	if datasetID != "" {
+		q, args = `SELECT seq, trace_id FROM search_queue WHERE dataset_id = ? ORDER BY seq LIMIT ?`, []any{datasetID, n}
+	}
+	rows, err := st.s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []indexer.Entry
+	err = eachRow(rows, nil, func(rows *sql.Rows) error {
+		var e indexer.Entry
+		err := rows.Scan(&e.Seq, &e.TraceID)
+		out = append(out, e)
+		return err
+	})
+	return out, err
+}
+
+func (st *indexStep) Traces(ctx context.Context, ids []string, fn func(id string, t *trace.Trace, bad error)) error {
+	list, _ := json.Marshal(ids)
+	rows, err := st.s.r.QueryContext(ctx, `SELECT id, metadata, encoding, content FROM traces WHERE id IN (SELECT value FROM json_each(?))`, string(list))
+	return eachRow(rows, err, func(rows *sql.Rows) error {
+		var id string
+		var meta, content []byte
+		var enc int
+		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
+			return err
+		}
+		t, err := storeutil.DecodeContent(content, enc, meta)
+		fn(id, t, err)
+		return nil
+	})
+}
+
+func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {
+	ids := make([]string, len(docs))
+	var live []string
+	var ld []storeutil.IndexDoc
+	for i, d := range docs {
+		ids[i] = d.TraceID
+		if d.Doc != nil {
+			live, ld = append(live, d.TraceID), append(ld, storeutil.IndexDoc{Doc: d.Doc})
+		}
+	}
+	// Every trace's rows go, then the live ones are written whole; the
+	// texts of the rows dropped that nothing uses any more go last.
+	list, _ := json.Marshal(ids)
+	if err := markTexts(ctx, st.tx, `SELECT text_id FROM search_pieces WHERE trace_id IN (SELECT value FROM json_each(?))`, string(list)); err != nil {
+		return err
+	}
+	for _, table := range []string{"search_pieces", "search_facets", "search_meta"} {
+		if _, err := st.tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE trace_id IN (SELECT value FROM json_each(?))", string(list)); err != nil {
+			return err
+		}
+	}
+	if err := insertDocs(ctx, st.tx, live, ld); err != nil {
+		return err
+	}
+	return sweepMarkedTexts(ctx, st.tx)
+}
+
+func (st *indexStep) Commit(ctx context.Context, done []indexer.Entry) error {
+	if err := st.tx.Commit(); err != nil {
+		return err
+	}
+	// The queue rows go once the documents are durable; a crash between
+	// the two indexes these traces again. A statement of its own, not
+	// s.write: that would kick the indexer.
+	seqs := make([]int64, len(done))
+	for i, e := range done {
+		seqs[i] = e.Seq
+	}
+	list, _ := json.Marshal(seqs)
+	_, err := st.s.w.ExecContext(ctx, `DELETE FROM search_queue WHERE seq IN (SELECT value FROM json_each(?))`, string(list))
+	return err
+}
+
+func (st *indexStep) Rollback() { st.tx.Rollback() }
+
+// IndexBacklog is store.Search.IndexBacklog.
+func (s *Store) IndexBacklog(ctx context.Context) (store.IndexBacklog, error) {
+	bl, err := s.ix.Backlog(ctx)
+	if err != nil {
+		return bl, fail(ctx, err, "search index backlog")
+	}
+	return bl, nil
+}
