@@ -410,6 +410,12 @@ func (c *cluster) kill() {
 // stop shuts the cluster down with pg_ctl and removes its files.
 func (c *cluster) stop() error {
 	defer os.RemoveAll(c.dir)
+	return c.shutdown()
+}
+
+// shutdown stops the server (fast: sessions are ended, as by a restart of
+// the service) and waits for it to exit, keeping its files.
+func (c *cluster) shutdown() error {
 	out, err := c.command("pg_ctl", "stop", "-D", c.data(), "-m", "fast", "-w", "-t", "60").CombinedOutput()
 	if err != nil {
 		c.kill()
@@ -421,6 +427,81 @@ func (c *cluster) stop() error {
 	case <-time.After(30 * time.Second):
 		return errors.New("postgres did not exit after pg_ctl stop")
 	}
+}
+
+// Cluster is a throwaway PostgreSQL server of one test's own, which the
+// test may stop and start again (to see what a client does while the
+// database is down). It is always started here, LOOKOUT_TEST_POSTGRES or
+// not: a shared server cannot be stopped.
+type Cluster struct {
+	mu   sync.Mutex
+	c    *cluster
+	up   bool
+	gone bool
+}
+
+// NewCluster starts a cluster for tb, stopped and removed when tb ends.
+// It takes a few seconds (initdb); use URL for a schema of the shared
+// server when the test does not stop the server.
+func NewCluster(tb testing.TB) *Cluster {
+	tb.Helper()
+	c, err := startCluster()
+	if err == nil {
+		if err = sharedExtensions(c.url); err != nil {
+			c.stop()
+		}
+	}
+	if err != nil {
+		tb.Fatalf("pgtest: PostgreSQL is needed and could not be started: %v", err)
+	}
+	cl := &Cluster{c: c, up: true}
+	tb.Cleanup(func() {
+		cl.mu.Lock()
+		defer cl.mu.Unlock()
+		cl.gone = true
+		if !cl.up {
+			os.RemoveAll(c.dir)
+			return
+		}
+		if err := c.stop(); err != nil {
+			tb.Errorf("pgtest: stopping the test's PostgreSQL cluster: %v", err)
+		}
+	})
+	return cl
+}
+
+// URL is the cluster's connection URL (its postgres database, schema
+// public); it stays the same across Stop and Start.
+func (cl *Cluster) URL() string { return cl.c.url }
+
+// Stop stops the server (pg_ctl stop -m fast): connections are ended and
+// new ones refused until Start.
+func (cl *Cluster) Stop(tb testing.TB) {
+	tb.Helper()
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.gone || !cl.up {
+		tb.Fatal("pgtest: Stop of a cluster that is not running")
+	}
+	cl.up = false
+	if err := cl.c.shutdown(); err != nil {
+		tb.Fatalf("pgtest: stopping the cluster: %v", err)
+	}
+}
+
+// Start starts the stopped server again on the same port and data, and
+// returns once it accepts connections.
+func (cl *Cluster) Start(tb testing.TB) {
+	tb.Helper()
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.gone || cl.up {
+		tb.Fatal("pgtest: Start of a cluster that is running")
+	}
+	if err := cl.c.startServer(); err != nil {
+		tb.Fatalf("pgtest: starting the cluster again on port %d: %v", cl.c.port, err)
+	}
+	cl.up = true
 }
 
 // sharedExtensions installs the extensions the migrations use in schema

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -156,4 +157,33 @@ func TestClusterUser(t *testing.T) {
 		}
 	}
 	t.Error("no Uid line in the postgres process status")
+}
+
+// TestClusterStopStart: a test's own cluster refuses connections once
+// stopped, and comes back with its data on the same URL once started.
+func TestClusterStopStart(t *testing.T) {
+	ctx := context.Background()
+	cl := NewCluster(t)
+	exec := func(sql string) error {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, cl.URL())
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := exec("CREATE TABLE kept (x int); INSERT INTO kept VALUES (42)"); err != nil {
+		t.Fatal(err)
+	}
+	cl.Stop(t)
+	if err := exec("SELECT 1"); err == nil {
+		t.Fatal("the stopped cluster took a connection")
+	}
+	cl.Start(t)
+	if err := exec("DO $$ BEGIN IF (SELECT x FROM kept) <> 42 THEN RAISE 'lost'; END IF; END $$"); err != nil {
+		t.Fatalf("after Start: %v", err)
+	}
 }
