@@ -20,6 +20,10 @@ var (
 	ErrNotFound = errors.New("not found")       // 404
 	ErrConflict = errors.New("already exists")  // 409
 	ErrInvalid  = errors.New("invalid request") // 400/422
+	// ErrUnavailable: the database cannot be reached (down, restarting,
+	// out of connections) or is locked by another process: retry the
+	// request later. 503 with Retry-After.
+	ErrUnavailable = errors.New("the database cannot be reached; retry")
 )
 
 // User is an account. Until the first user exists the server runs in local

@@ -8,7 +8,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"runtime"
 	"strings"
 	"time"
@@ -43,6 +45,9 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// DefaultConnectTimeout bounds a connection attempt when the URL does not.
+const DefaultConnectTimeout = 10 * time.Second
+
 // Open connects to the database at url (postgres://... or a key=value
 // string; pool_max_conns and the like are honoured) and migrates it. The
 // schema is created in the first schema of the search path.
@@ -53,6 +58,12 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = int32(max(8, 4*runtime.GOMAXPROCS(0)))
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// Unset (connect_timeout, PGCONNECT_TIMEOUT): while the server's
+		// host does not answer, a request fails (503) after this rather
+		// than when TCP gives up, minutes later.
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	if err := migrate(ctx, cfg.ConnConfig); err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -127,7 +138,48 @@ const (
 	badCharacter        = "22021" // character_not_in_repertoire
 	untranslatable      = "22P05"
 	badText             = "22P02" // invalid_text_representation
+
+	adminShutdown      = "57P01"
+	crashShutdown      = "57P02"
+	cannotConnectNow   = "57P03" // starting up, shutting down, in recovery
+	tooManyConnections = "53300"
+	protocolViolation  = "08P01"
 )
+
+// unreachable reports whether err says the server cannot be reached or
+// dropped the connection (down, restarting, out of connections), so that
+// the same request may succeed later: the pool makes new connections as
+// they are needed, so nothing else is needed to recover.
+func unreachable(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		// Any failure to connect, connect_timeout and a refused login
+		// included: the server was reachable at start, and what has
+		// changed since can change back without a restart of ours.
+		return true
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false // a deadline of ours, not the server's absence
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case adminShutdown, crashShutdown, cannotConnectNow, tooManyConnections:
+			return true
+		}
+		// Class 08 is a connection exception, but a protocol violation
+		// is this client's fault: retrying would not help.
+		if strings.HasPrefix(pe.Code, "08") && pe.Code != protocolViolation {
+			return true
+		}
+	}
+	var ne net.Error
+	// SafeToRetry: failed before anything was sent (such as a pooled
+	// connection the server had closed). A net.Error or an EOF is a
+	// connection that broke under a statement.
+	return pgconn.SafeToRetry(err) || errors.As(err, &ne) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
 
 // fail wraps err with what was being done, mapping it to the store's errors.
 func fail(ctx context.Context, err error, format string, args ...any) error {
@@ -145,6 +197,9 @@ func fail(ctx context.Context, err error, format string, args ...any) error {
 		case badCharacter, untranslatable, badText:
 			return fmt.Errorf("postgres: %s: %w (%v)", what, store.ErrInvalid, err)
 		}
+	}
+	if ctx.Err() == nil && unreachable(err) {
+		return fmt.Errorf("postgres: %s: %w (%v)", what, store.ErrUnavailable, err)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("postgres: %s: %w", what, store.ErrNotFound)

@@ -170,7 +170,8 @@ func (s *Store) kick() {
 
 // fail wraps err with what was being done, mapping it to the store's errors:
 // no rows and a missing foreign row are ErrNotFound, a unique constraint is
-// ErrConflict, and an error after the context ended is the context's error.
+// ErrConflict, a lock waited for in vain is ErrUnavailable, and an error
+// after the context ended is the context's error.
 func fail(ctx context.Context, err error, format string, args ...any) error {
 	what := fmt.Sprintf(format, args...)
 	if ce := ctx.Err(); ce != nil && !errors.Is(err, ce) {
@@ -183,6 +184,11 @@ func fail(ctx context.Context, err error, format string, args ...any) error {
 			return fmt.Errorf("sqlite: %s: %w (%v)", what, store.ErrConflict, err)
 		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
 			return fmt.Errorf("sqlite: %s: %w (%v)", what, store.ErrNotFound, err)
+		}
+		// Another process held the lock past BusyTimeout (any extended
+		// busy code): it will let go, so the request can be retried.
+		if se.Code()&0xff == sqlite3.SQLITE_BUSY {
+			return fmt.Errorf("sqlite: %s: %w (%v)", what, store.ErrUnavailable, err)
 		}
 	}
 	if errors.Is(err, sql.ErrNoRows) {

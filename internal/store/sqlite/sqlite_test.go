@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -131,5 +132,45 @@ func TestMigratePolicyMode(t *testing.T) {
 	}
 	if _, err := st.w.ExecContext(ctx, `UPDATE policies SET mode = 'warn'`); err == nil {
 		t.Error("the mode column took 'warn'")
+	}
+}
+
+// TestLockedIsUnavailable: a write that waits in vain for a lock another
+// process holds is store.ErrUnavailable (503, retry), and goes through
+// once the lock is let go.
+func TestLockedIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "lookout.db")
+	st, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u, err := st.CreateUser(ctx, "alice", "hash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait 50ms rather than BusyTimeout (the writer is one connection).
+	if _, err := st.w.ExecContext(ctx, "PRAGMA busy_timeout = 50"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite", path+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx, err := other.BeginTx(ctx, nil) // holds the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "d"})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("a write while another process holds the lock: %v; want store.ErrUnavailable", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "d"}); err != nil {
+		t.Errorf("the write once the lock is let go: %v", err)
 	}
 }
