@@ -31,8 +31,14 @@ const (
 	codeInvalid      = "invalid"            // 422: well-formed JSON that breaks a rule
 	codeInvalidQuery = "invalid_query"      // 400: a search query that does not parse
 	codeInternal     = "internal"           // 500
-	codeUnavailable  = "unavailable"        // 503: the request was cancelled or timed out
+	codeUnavailable  = "unavailable"        // 503: busy, the database is unreachable, or the request was cancelled
 )
+
+// dbRetryAfter is the Retry-After of a request that found the database
+// unreachable: a restart of PostgreSQL takes a few seconds, and OTLP
+// exporters back off 5s at first anyway; sooner would only hammer a
+// database coming back.
+const dbRetryAfter = 5
 
 // apiError is an error with its HTTP status, written as
 // {"error": {"code", "message", "details"}}.
@@ -113,6 +119,9 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusConflict, codeConflict, "%s", err.Error())
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, eval.ErrInvalid):
 		return errorf(http.StatusUnprocessableEntity, codeInvalid, "%s", err.Error())
+	case errors.Is(err, store.ErrUnavailable):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, RetryAfter: dbRetryAfter,
+			Message: "the database is unreachable (or locked by another process); retry in a few seconds"}
 	case errors.Is(err, policy.ErrBusy):
 		return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, RetryAfter: 1,
 			Message: "too many policy checks are running; retry in a moment"}

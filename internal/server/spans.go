@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -86,12 +87,35 @@ func (b *spanBuilder) close() {
 	}
 }
 
+// unreachableRetry is how often the builder tries again while the
+// database is unreachable (instead of at every tick, each logged).
+const unreachableRetry = time.Second
+
 func (b *spanBuilder) loop(ctx context.Context) {
 	defer close(b.done)
 	tick := time.NewTicker(max(b.quiet/4, 10*time.Millisecond))
 	defer tick.Stop()
+	down := false // the database was unreachable at the last try
+	var retryAt time.Time
 	for {
-		b.buildQuiet(ctx)
+		if !down || !time.Now().Before(retryAt) {
+			err := b.build(ctx)
+			switch {
+			case ctx.Err() != nil:
+			case errors.Is(err, store.ErrUnavailable):
+				// Logged once per outage; the builder waits it out.
+				if !down {
+					b.log.Warn("building traces from their spans: the database is unreachable; retrying", slog.Any("err", err))
+				}
+				down, retryAt = true, time.Now().Add(unreachableRetry)
+			case err != nil:
+				down = false
+				b.log.Error("building traces from their spans", slog.Any("err", err))
+			case down:
+				down = false
+				b.log.Info("building traces from their spans: the database is reachable again")
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -102,27 +126,33 @@ func (b *spanBuilder) loop(ctx context.Context) {
 
 // buildQuiet builds every pending trace that is quiet or has waited long
 // enough, in batches, then counts those left.
-func (s *Server) buildQuiet(ctx context.Context) { s.builder.buildQuiet(ctx) }
+func (s *Server) buildQuiet(ctx context.Context) {
+	if err := s.builder.build(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error("building traces from their spans", slog.Any("err", err))
+	}
+}
 
-func (b *spanBuilder) buildQuiet(ctx context.Context) {
+// build builds every pending trace that is quiet or has waited long
+// enough, in batches, then counts those left. It stops at the first error.
+func (b *spanBuilder) build(ctx context.Context) error {
 	for ctx.Err() == nil {
 		now := time.Now()
 		f := store.PendingFilter{Quiet: now.Add(-b.quiet), Stale: now.Add(-b.maxDelay), Limit: spanBuildBatch}
 		out, err := b.st.BuildPendingSpans(ctx, f, buildSpanTrace)
 		if err != nil {
-			if ctx.Err() == nil {
-				b.log.Error("building traces from their spans", slog.Any("err", err))
-			}
-			break
+			return err
 		}
 		b.built(ctx, out)
 		if len(out) < spanBuildBatch {
 			break
 		}
 	}
-	if n, err := b.st.PendingSpanTraces(ctx); err == nil {
-		b.backlog.Store(n)
+	n, err := b.st.PendingSpanTraces(ctx)
+	if err != nil {
+		return err
 	}
+	b.backlog.Store(n)
+	return nil
 }
 
 // built tells the listeners of the traces built, and logs the builds that
