@@ -45,7 +45,7 @@ func Open(ctx context.Context, name, pgURL string) (store.Store, func(), error) 
 		stop := func() {}
 		if pgURL == "" {
 			var err error
-			if pgURL, stop, err = startCluster(); err != nil {
+			if pgURL, _, stop, err = StartCluster(); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -59,15 +59,16 @@ func Open(ctx context.Context, name, pgURL string) (store.Store, func(), error) 
 	return nil, nil, fmt.Errorf("unknown backend %q", name)
 }
 
-// startCluster starts a throwaway PostgreSQL cluster (initdb + pg_ctl, as
+// StartCluster starts a throwaway PostgreSQL cluster (initdb + pg_ctl, as
 // the postgres user when run as root) with default settings in a temporary
-// directory, and returns its URL and a function that stops and removes it.
-func startCluster() (string, func(), error) {
+// directory, and returns its URL, its data directory and a function that
+// stops and removes it.
+func StartCluster() (string, string, func(), error) {
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			return "", nil, fmt.Errorf("running as root with no postgres user to run the cluster as: %v", err)
+			return "", "", nil, fmt.Errorf("running as root with no postgres user to run the cluster as: %v", err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
@@ -75,7 +76,7 @@ func startCluster() (string, func(), error) {
 	}
 	dir, err := os.MkdirTemp("", "lookout-bench-pg-")
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	if cred != nil {
 		filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
@@ -96,26 +97,26 @@ func startCluster() (string, func(), error) {
 	data := filepath.Join(dir, "data")
 	if err := run("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C"); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, err
+		return "", "", nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", nil, err
+		return "", "", nil, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	opts := fmt.Sprintf("-p %d -k %s -h 127.0.0.1 -c max_connections=200 -c shared_buffers=256MB", port, dir)
 	if err := run("pg_ctl", "start", "-D", data, "-w", "-t", "60", "-l", filepath.Join(dir, "log"), "-o", opts); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, err
+		return "", "", nil, err
 	}
 	stop := func() {
 		run("pg_ctl", "stop", "-D", data, "-m", "fast", "-w", "-t", "60")
 		os.RemoveAll(dir)
 	}
 	time.Sleep(100 * time.Millisecond)
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), stop, nil
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), data, stop, nil
 }
 
 // Serve runs the API over st on a loopback port and returns its base URL

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	_ "modernc.org/sqlite" // to count the pending traces of a SQLite store
+
+	"github.com/lookout-dev/lookout/bench/benchstore"
+)
+
+// Lookout: `lookout serve` built from this checkout, over a fresh SQLite
+// file or a fresh PostgreSQL database, in local mode (no users: requests
+// from this machine need no key), spans going to the dataset named by
+// their service.name.
+
+type lookoutTarget struct{ backend string }
+
+func (t lookoutTarget) start(ctx context.Context, b *bench, name string) (server, error) {
+	bin, err := b.lookout()
+	if err != nil {
+		return nil, err
+	}
+	s := &lookoutServer{}
+	var db string
+	switch t.backend {
+	case "sqlite":
+		dir, err := os.MkdirTemp("", "lookout-bench-peers-")
+		if err != nil {
+			return nil, err
+		}
+		s.cleanup = append(s.cleanup, func() { os.RemoveAll(dir) })
+		db = filepath.Join(dir, "lookout.db")
+	case "postgres":
+		pg, err := b.postgres()
+		if err != nil {
+			return nil, err
+		}
+		if db, err = pg.createDB(ctx, name); err != nil {
+			return nil, err
+		}
+		s.cleanup = append(s.cleanup, func() {
+			if err := pg.dropDB(context.Background(), name); err != nil {
+				fmt.Fprintln(os.Stderr, "peers bench:", err)
+			}
+		})
+		s.dbPID = pg.pid
+	}
+	c, addr, err := startChild("lookout serve", exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--quiet"),
+		func(line string) string { return afterPrefix(line, "lookout: serving ") })
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	s.c, s.base = c, addr
+	// The backlog of traces to build, read in the store: no endpoint
+	// gives it yet (issue 17 asks for one).
+	switch t.backend {
+	case "sqlite":
+		h, err := sql.Open("sqlite", db+"?_pragma=query_only(1)&_pragma=busy_timeout(10000)")
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		s.cleanup = append(s.cleanup, func() { h.Close() })
+		s.pending = func(ctx context.Context) (n int64, err error) {
+			err = h.QueryRowContext(ctx, `SELECT count(*) FROM otel_pending`).Scan(&n)
+			return n, err
+		}
+	case "postgres":
+		conn, err := pgx.Connect(ctx, db)
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		s.cleanup = append(s.cleanup, func() { conn.Close(context.Background()) })
+		s.pending = func(ctx context.Context) (n int64, err error) {
+			err = conn.QueryRow(ctx, `SELECT count(*) FROM otel_pending`).Scan(&n)
+			return n, err
+		}
+	}
+	return s, nil
+}
+
+type lookoutServer struct {
+	c       *child
+	base    string
+	dbPID   int // PostgreSQL's postmaster, when the bench runs it (else 0)
+	pending func(ctx context.Context) (int64, error)
+	cleanup []func()
+	checked string
+}
+
+func (s *lookoutServer) otlpURL() string { return s.base + "/v1/traces" }
+
+func (s *lookoutServer) cpu() (cpuUse, error) {
+	t, err := processCPU(s.c.pid())
+	u := cpuUse{server: t}
+	if err == nil && s.dbPID != 0 {
+		u.db, err = treeCPU(s.dbPID)
+		u.dbKnown = true
+	}
+	return u, err
+}
+
+// settle waits until every trace sent is built and found by a search:
+// no pending trace left, the dataset's trace count right, and a search for
+// the run's token (in every trace's last chat span) counting every trace.
+func (s *lookoutServer) settle(ctx context.Context, l *load) error {
+	var id string
+	for {
+		if err := s.c.alive(); err != nil {
+			return err
+		}
+		n, err := s.pending(ctx)
+		if err != nil {
+			return fmt.Errorf("counting pending traces: %w", err)
+		}
+		if n == 0 {
+			if id == "" {
+				if id, err = s.dataset(ctx, l.service); err != nil {
+					return err
+				}
+			}
+			var d struct {
+				TraceCount int `json:"trace_count"`
+			}
+			if err := getJSON(ctx, s.base+"/api/v1/datasets/"+id, &d); err != nil {
+				return err
+			}
+			var found struct {
+				Total    int  `json:"total"`
+				Estimate bool `json:"total_is_estimate"`
+			}
+			q := url.Values{"q": {l.token}, "limit": {"1"}, "count_cap": {"100000"}}
+			if err := getJSON(ctx, s.base+"/api/v1/datasets/"+id+"/search?"+q.Encode(), &found); err != nil {
+				return err
+			}
+			if d.TraceCount > l.traces || found.Total > l.traces {
+				return fmt.Errorf("dataset %s holds %d traces and a search finds %d, but %d were sent", l.service, d.TraceCount, found.Total, l.traces)
+			}
+			if d.TraceCount == l.traces && found.Total == l.traces && !found.Estimate {
+				s.checked = fmt.Sprintf("%d traces built, none pending, all found by a search", l.traces)
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("traces still not built or found (%d pending): %w", n, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// dataset finds the id of the dataset named name.
+func (s *lookoutServer) dataset(ctx context.Context, name string) (string, error) {
+	var ds struct {
+		Datasets []struct {
+			ID string `json:"id"`
+		} `json:"datasets"`
+	}
+	if err := getJSON(ctx, s.base+"/api/v1/datasets?"+url.Values{"name": {name}}.Encode(), &ds); err != nil {
+		return "", err
+	}
+	if len(ds.Datasets) != 1 {
+		return "", fmt.Errorf("%d datasets named %s", len(ds.Datasets), name)
+	}
+	return ds.Datasets[0].ID, nil
+}
+
+func (s *lookoutServer) check(ctx context.Context, l *load) (string, error) { return s.checked, nil }
+
+func (s *lookoutServer) stop() {
+	if s.c != nil {
+		s.c.stop()
+	}
+	for i := len(s.cleanup) - 1; i >= 0; i-- {
+		s.cleanup[i]()
+	}
+	s.cleanup = nil
+}
+
+// pgServer is the PostgreSQL server the Lookout rounds make databases in.
+type pgServer struct {
+	admin string // URL of its postgres database
+	pid   int    // the postmaster, when the bench started it
+	stop  func()
+}
+
+// startPostgres uses the server at url, or starts a throwaway cluster.
+func startPostgres(pgURL string) (*pgServer, error) {
+	if pgURL != "" {
+		return &pgServer{admin: pgURL, stop: func() {}}, nil
+	}
+	u, data, stop, err := benchstore.StartCluster()
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("postmaster.pid: %w", err)
+	}
+	return &pgServer{admin: u, pid: pid, stop: stop}, nil
+}
+
+func (p *pgServer) createDB(ctx context.Context, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, p.admin)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", fmt.Errorf("creating database %s: %w", name, err)
+	}
+	u, err := url.Parse(p.admin)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+func (p *pgServer) dropDB(ctx context.Context, name string) error {
+	conn, err := pgx.Connect(ctx, p.admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("dropping database %s: %w", name, err)
+	}
+	return nil
+}
