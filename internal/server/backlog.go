@@ -128,13 +128,17 @@ func (s *Server) backlog(w http.ResponseWriter, r *http.Request, p *principal) e
 	if err != nil {
 		return err
 	}
+	pending, err := s.st.PendingSpanTraces(r.Context())
+	if err != nil {
+		return err
+	}
 	idx := map[string]any{"queued": bl.Queued, "lag_seconds": seconds(bl.Lag), "catch_up_seconds": seconds(bl.CatchUp)}
 	if bl.Err != nil {
 		idx["error"] = bl.Err.Error()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"search_index": idx,
-		"spans":        map[string]any{"pending_traces": s.builder.backlog.Load()},
+		"spans":        map[string]any{"pending_traces": pending},
 	})
 	return nil
 }
