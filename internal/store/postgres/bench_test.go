@@ -22,3 +22,6 @@ func openB(b *testing.B) store.Store {
 func BenchmarkAddTraces(b *testing.B) { storetest.BenchAddTraces(b, openB) }
 
 func BenchmarkReads100k(b *testing.B) { storetest.BenchReads(b, openB, 100_000) }
+
+// go test -run XXX -bench Index -benchtime 3x ./internal/store/postgres
+func BenchmarkIndex(b *testing.B) { storetest.BenchIndex(b, openB, 2000) }

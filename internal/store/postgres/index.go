@@ -48,7 +48,11 @@ func (s *Store) resetIndex(ctx context.Context) (int64, error) {
 		if _, err := tx.Exec(ctx, `TRUNCATE search_pieces, search_facets, search_meta, search_texts, search_state`); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO search_queue (trace_id, queued_at) SELECT id, now() FROM traces ORDER BY created_at`)
+		// The queue is replaced: every trace is in it once.
+		if _, err := tx.Exec(ctx, `DELETE FROM search_queue`); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO search_queue (trace_id, dataset_id, queued_at) SELECT id, dataset_id, now() FROM traces ORDER BY created_at`)
 		if err != nil {
 			return err
 		}

@@ -160,7 +160,11 @@ func isNoTable(err error) bool {
 func (s *Store) queueAll(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO search_queue (trace_id, queued_at) SELECT id, ? FROM traces ORDER BY rowid`, micros(storeutil.Now()))
+		// The queue is replaced: every trace is in it once.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM search_queue`); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO search_queue (trace_id, dataset_id, queued_at) SELECT id, dataset_id, ? FROM traces ORDER BY rowid`, micros(storeutil.Now()))
 		if err == nil {
 			n, err = res.RowsAffected()
 		}

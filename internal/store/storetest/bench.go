@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -140,4 +141,50 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	}
 	b.ReportMetric(q(0.50), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
+}
+
+// BenchIndex measures the search indexer alone: the 200 tau-bench traces,
+// repeated to n, are stored with the background indexer off, then each
+// round rebuilds the index from them (Reindex: queue every trace, index
+// the queue in batches). It reports traces/s and the process's CPU time a
+// trace (user + system, so the figure holds on a busy machine).
+func BenchIndex(b *testing.B, open func(b *testing.B) store.Store, n int) {
+	b.Setenv("LOOKOUT_INDEXER", "off")
+	tau := TauBench(b)
+	st := open(b)
+	ctx := context.Background()
+	u, err := st.CreateUser(ctx, "bench", "x")
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := st.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < n; i += 100 {
+		batch := make([]store.NewTrace, 0, 100)
+		for j := i; j < min(i+100, n); j++ {
+			batch = append(batch, NewTraceOf(tau[j%len(tau)], ""))
+		}
+		if _, err := st.AddTraces(ctx, u.ID, d.ID, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		if got, err := st.Reindex(ctx, nil); err != nil || got < int64(n) {
+			b.Fatalf("Reindex: %d traces, %v", got, err)
+		}
+	}
+	cpu := cpuTime() - cpu0
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "traces/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n*b.N), "cpu-µs/trace")
+}
+
+// cpuTime is the process's user and system time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
