@@ -14,6 +14,8 @@
 // the second): each batch holds the second halves of the 8 runs begun in the
 // one before and the first halves of 8 new runs, so every request both
 // starts traces and extends traces stored before.
+// The CPU a span is this process's (server and load generator) over the
+// run and the wait, per span sent.
 // PostgreSQL: -pg URL, else $LOOKOUT_TEST_POSTGRES, else a throwaway cluster.
 // Figures go in bench/README.md.
 package main
@@ -32,6 +34,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -77,6 +80,7 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
+		cpu0 := cpuTime()
 		res, err := run(url+"/v1/traces", *clients, *duration)
 		var drain time.Duration
 		var left int64
@@ -92,6 +96,7 @@ func main() {
 			}
 			drain = time.Since(t0)
 		}
+		cpu := cpuTime() - cpu0
 		stop()
 		cleanup()
 		if err != nil {
@@ -100,9 +105,10 @@ func main() {
 		if left > 0 {
 			fail(fmt.Errorf("%s: %d traces still not built %s after the last request", b, left, drain))
 		}
-		fmt.Printf("%-8s %8.0f spans/s  %6d requests  latency p50 %5.1f ms  p99 %6.1f ms  max %6.1f ms;  all built %5.2f s after the last request: %8.0f spans/s end to end\n",
+		total := res.spansPerSec * res.elapsed.Seconds()
+		fmt.Printf("%-8s %8.0f spans/s  %6d requests  latency p50 %5.1f ms  p99 %6.1f ms  max %6.1f ms;  all built %5.2f s after the last request: %8.0f spans/s end to end;  process CPU %5.1f µs a span\n",
 			b, res.spansPerSec, res.requests, ms(res.p50), ms(res.p99), ms(res.max),
-			drain.Seconds(), res.spansPerSec*res.elapsed.Seconds()/(res.elapsed+drain).Seconds())
+			drain.Seconds(), total/(res.elapsed+drain).Seconds(), float64(cpu.Microseconds())/total)
 	}
 }
 
@@ -111,6 +117,16 @@ type result struct {
 	spansPerSec   float64
 	requests      int
 	p50, p99, max time.Duration
+}
+
+// cpuTime is the CPU time of this process so far, user and system: the
+// server's, and the load generator's beside it (PostgreSQL's is not in it).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
