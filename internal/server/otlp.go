@@ -144,19 +144,22 @@ func (s *Server) ingestSpans(ctx context.Context, p *principal, dataset string, 
 		}
 		groups[name][g] = append(groups[name][g], sp)
 	}
-	// A trace whose spans could not be built is left out whole.
+	// A trace whose spans could not be built is left out whole. Each span
+	// is mapped here, once, and stored mapped: a build assembles the trace
+	// of its spans without mapping any again.
 	rejected := len(problems) // one per span left out so far
 	stored := map[string][]store.SpanGroup{}
 	for _, name := range datasets {
 		for _, g := range groups[name] {
-			if err := checkSpanGroup(g); err != nil {
+			ms, err := mapSpanGroup(g)
+			if err != nil {
 				rejected += len(g)
 				problems = append(problems, fmt.Sprintf("trace %s (%d spans): %v", g[0].TraceID, len(g), err))
 				continue
 			}
-			sg := store.SpanGroup{OTelTraceID: g[0].TraceID, Spans: make([]store.StoredSpan, len(g))}
-			for i, sp := range g {
-				sg.Spans[i] = store.StoredSpan{SpanID: sp.SpanID, Data: otlp.AppendBinary(nil, sp)}
+			sg := store.SpanGroup{OTelTraceID: g[0].TraceID, Spans: make([]store.StoredSpan, len(ms))}
+			for i, m := range ms {
+				sg.Spans[i] = store.StoredSpan{SpanID: m.SpanID(), Data: m.AppendBinary(nil)}
 			}
 			stored[name] = append(stored[name], sg)
 		}
@@ -192,9 +195,10 @@ func (s *Server) ingestSpans(ctx context.Context, p *principal, dataset string, 
 	return rejected, msg, nil
 }
 
-// checkSpanGroup reports what would stop the spans of one trace in a
-// request from being built (a span id sent twice counts once: the last).
-func checkSpanGroup(g []*otlp.Span) error {
+// mapSpanGroup maps the spans of one trace in a request, each on its own
+// (a span id sent twice counts once: the last), failing for what would
+// stop the trace from being built.
+func mapSpanGroup(g []*otlp.Span) ([]*otlp.Mapped, error) {
 	last := make(map[string]int, len(g))
 	for i, sp := range g {
 		last[sp.SpanID] = i
@@ -205,20 +209,22 @@ func checkSpanGroup(g []*otlp.Span) error {
 			spans = append(spans, *sp)
 		}
 	}
-	return otlp.CheckTrace(spans)
+	return otlp.MapSpans(spans)
 }
 
-// buildSpanTrace maps the spans of one trace received so far; the trace's
-// metadata names its OpenTelemetry trace id, to find it by.
+// buildSpanTrace assembles the trace of the spans of one trace received so
+// far, mapped when received (those an earlier Lookout stored unmapped are
+// mapped now); the trace's metadata names its OpenTelemetry trace id, to
+// find it by.
 func buildSpanTrace(otelTraceID string, data [][]byte) (*trace.Trace, error) {
-	spans := make([]otlp.Span, len(data))
+	ms := make([]*otlp.Mapped, len(data))
 	for i, d := range data {
 		var err error
-		if spans[i], err = otlp.DecodeBinary(d); err != nil {
+		if ms[i], err = otlp.DecodeMapped(d); err != nil {
 			return nil, fmt.Errorf("stored span %d of trace %s: %w", i, otelTraceID, err)
 		}
 	}
-	t, err := otlp.MapTrace(spans)
+	t, err := otlp.AssembleTrace(ms)
 	if err != nil {
 		return nil, err
 	}

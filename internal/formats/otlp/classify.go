@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -97,8 +98,8 @@ func (n *node) hasPrefix(prefix string) bool {
 // toolInfo is what a tool span tells about its call.
 type toolInfo struct {
 	name, id  string
-	args      *val // nil when not given
-	result    *val
+	args      json.RawMessage // the call's arguments (see arguments); nil when not given
+	result    trace.Content   // when hasResult (see toolResult)
 	hasResult bool
 }
 
@@ -108,10 +109,13 @@ func (n *node) view() {
 		ti := n.toolInfo()
 		n.tool = ti
 		call := trace.Event{Role: "assistant", Content: trace.Content{Kind: trace.ContentNull},
-			ToolCalls: []trace.ToolCall{toolCall(ti.id, ti.name, ti.args)}}
+			ToolCalls: []trace.ToolCall{{ID: ti.id, Type: "function", Function: trace.Function{Name: ti.name, Arguments: ti.args}}}}
+		if ti.args == nil {
+			call.ToolCalls[0].Function.Arguments = json.RawMessage(`{}`)
+		}
 		n.in = []trace.Event{call}
 		if ti.hasResult {
-			n.out = []trace.Event{{Role: "tool", ToolCallID: ti.id, Content: toolResult(ti.result)}}
+			n.out = []trace.Event{{Role: "tool", ToolCallID: ti.id, Content: ti.result}}
 		}
 		n.structured = true
 		return
@@ -356,6 +360,7 @@ func anyAgentOutput(v *val, typ string) []trace.Event {
 // toolInfo reads a tool span's name, call id, arguments and result.
 func (n *node) toolInfo() *toolInfo {
 	ti := &toolInfo{}
+	var args, result *val
 	for _, k := range []string{"gen_ai.tool.name", "tool.name", "ai.toolCall.name"} {
 		if s := n.attrStr(k); s != "" {
 			ti.name = s
@@ -379,38 +384,44 @@ func (n *node) toolInfo() *toolInfo {
 	for _, k := range []string{"gen_ai.tool.call.arguments", "gen_ai.tool.args", "ai.toolCall.args", "tool_arguments",
 		"gcp.vertex.agent.tool_call_args", "mlflow.spanInputs", "input.value"} {
 		if v := n.attr(k); v != nil {
-			ti.args = v.decodedAny()
+			args = v.decodedAny()
 			break
 		}
 	}
-	if ti.args == nil && n.sp.Input != nil {
-		ti.args = parseVal(n.sp.Input)
+	if args == nil && n.sp.Input != nil {
+		args = parseVal(n.sp.Input)
 	}
-	if ti.args == nil {
+	if args == nil {
 		if v := n.attr("tool.parameters"); v != nil {
-			ti.args = v.decodedAny()
+			args = v.decodedAny()
 		}
 	}
-	if ti.args.isObj() && len(ti.args.obj) == 1 && ti.args.obj[0].key == "input" && n.sp.Input != nil && n.attr("input.value") == nil {
+	if args.isObj() && len(args.obj) == 1 && args.obj[0].key == "input" && n.sp.Input != nil && n.attr("input.value") == nil {
 		// LangSmith and Langfuse wrap tool input as {"input": ...}.
-		if in := ti.args.obj[0].v; in.isObj() {
-			ti.args = in
+		if in := args.obj[0].v; in.isObj() {
+			args = in
 		}
 	}
 	for _, k := range []string{"gen_ai.tool.call.result", "gen_ai.output", "ai.toolCall.result", "tool_response",
 		"gcp.vertex.agent.tool_response", "mlflow.spanOutputs", "output.value"} {
 		if v := n.attr(k); v != nil {
-			ti.result, ti.hasResult = v, true
+			result, ti.hasResult = v, true
 			if k == "mlflow.spanOutputs" {
-				ti.result = v.decodedAny()
+				result = v.decodedAny()
 			}
 			break
 		}
 	}
 	if !ti.hasResult && n.sp.Output != nil {
 		if v := parseVal(n.sp.Output); v != nil && !v.isNull() {
-			ti.result, ti.hasResult = v, true
+			result, ti.hasResult = v, true
 		}
+	}
+	if args != nil {
+		ti.args = arguments(args)
+	}
+	if ti.hasResult {
+		ti.result = toolResult(result)
 	}
 	return ti
 }

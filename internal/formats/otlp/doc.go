@@ -13,9 +13,12 @@
 //	                                 dumps, Langfuse trace exports (format "otel")
 //
 // Map is pure: a receiver that assembles a trace from spans arriving in
-// several requests keeps the spans (deduplicated by span id) and maps them
-// again; the result does not depend on the order the spans came in, except
-// for spans with equal start times, which keep their input order.
+// several requests maps each span once on its own (MapSpans: its kind,
+// canonical form and chat view), keeps it in Mapped's binary form
+// (deduplicated by span id), and makes the trace of all of them again
+// (AssembleTrace: the tree and the events); the result is Map's, and does
+// not depend on the order the spans came in, except for spans with equal
+// start times, which keep their input order.
 //
 // # Spans
 //

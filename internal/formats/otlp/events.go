@@ -73,16 +73,13 @@ func deriveEvents(nodes []*node) []trace.Event {
 	d := spantree.NewDeriver()
 	for _, n := range sel {
 		if n.kind != KindTool {
-			d.Chat(n.sp.SpanID, n.in, n.out, true)
+			d.Chat(n.id, n.in, n.out, true)
 			continue
 		}
 		ti := n.tool
-		t := spantree.Tool{SpanID: n.sp.SpanID, CallID: ti.id, Names: []string{ti.name}, HasResult: ti.hasResult}
-		if ti.args != nil {
-			t.Args = arguments(ti.args)
-		}
+		t := spantree.Tool{SpanID: n.id, CallID: ti.id, Names: []string{ti.name}, Args: ti.args, HasResult: ti.hasResult}
 		if ti.hasResult {
-			t.Result = toolResult(ti.result)
+			t.Result = ti.result
 		}
 		d.Tool(t)
 	}

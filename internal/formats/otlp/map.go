@@ -16,9 +16,10 @@ import (
 // MapTrace) is left out and reported in the returned *Error; the others are
 // returned all the same, so a receiver can answer with a partial success.
 //
-// Map holds no state: a receiver that assembles a trace from spans arriving
-// over time calls it again on all the spans of the trace so far (deduplicated
-// by span id), and replaces the stored trace with the result.
+// Map holds no state. A receiver that assembles a trace from spans arriving
+// over time maps each span once (MapSpans), keeps it mapped, and makes the
+// trace of all its spans so far (deduplicated by span id) with
+// AssembleTrace, which gives what Map would.
 func Map(spans []Span) ([]*trace.Trace, error) {
 	var order []string
 	groups := map[string][]int{}
@@ -66,16 +67,27 @@ func MapTrace(spans []Span) (*trace.Trace, error) {
 
 // node is a span being mapped, with what the tree and the events need.
 type node struct {
-	idx     int // index into the input
-	sp      *Span
-	order   int // position among the trace's spans as given
-	startNS int64
-	parent  *node
+	mapped
+	idx      int    // index into the input
+	id       string // the span's id
+	parentID string
+	order    int // position among the trace's spans as given
+	startNS  int64
+	parent   *node
 
+	// The span while it is mapped (mapSelf); nil in a node assembled from
+	// a Mapped.
+	sp    *Span
 	attrs map[string]json.RawMessage
 	cache map[string]*val
+}
 
-	kind string // semantic kind: LLM, TOOL, AGENT, CHAIN, ... or ""
+// mapped is what one span maps to on its own (mapSelf), all the trace
+// takes of it: MapSpans keeps it, AssembleTrace builds the trace from it.
+type mapped struct {
+	traceID string
+	span    trace.Span // canonical
+	kind    string     // semantic kind: LLM, TOOL, AGENT, CHAIN, ... or "" (span.Kind)
 
 	// The chat view of the span: its input and output as messages.
 	in, out    []trace.Event
@@ -141,20 +153,33 @@ func mapNodes(spans []Span, idx []int) (*trace.Trace, []*node, *Problem) {
 	if p != nil {
 		return nil, nil, p
 	}
+	for _, n := range ordered {
+		n.mapSelf()
+	}
+	return assemble(traceID, ordered), ordered, nil
+}
+
+// mapSelf maps the span of n on its own: its kind, canonical form and
+// chat view need no other span.
+func (n *node) mapSelf() {
+	n.kind = classify(n)
+	n.span = n.canonical()
+	n.view()
+}
+
+// assemble makes the trace of mapped nodes in tree order: its spans, and
+// the events derived from them all.
+func assemble(traceID string, ordered []*node) *trace.Trace {
 	t := &trace.Trace{ID: traceID}
 	if len(ordered) > 0 {
-		t.Name = ordered[0].sp.Name
+		t.Name = ordered[0].span.Name
 	}
 	t.Spans = make([]trace.Span, len(ordered))
 	for i, n := range ordered {
-		n.kind = classify(n)
-		t.Spans[i] = n.canonical()
-	}
-	for _, n := range ordered {
-		n.view()
+		t.Spans[i] = n.span
 	}
 	t.Events = deriveEvents(ordered)
-	return t, ordered, nil
+	return t
 }
 
 // indexNodes makes the nodes of one trace's spans, checking each span.
@@ -191,7 +216,8 @@ func indexNodes(spans []Span, idx []int) ([]*node, map[string]*node, string, *Pr
 		if prev, dup := byID[sp.SpanID]; dup {
 			return nil, nil, "", prob("span id %s is used twice (also by span #%d)", sp.SpanID, prev.idx)
 		}
-		n := &node{idx: i, sp: sp, order: j}
+		n := &node{idx: i, id: sp.SpanID, parentID: sp.ParentID, sp: sp, order: j}
+		n.traceID = sp.TraceID
 		if !sp.Start.IsZero() {
 			n.startNS = sp.Start.UnixNano()
 		}
@@ -247,8 +273,8 @@ func invalidJSON(sp *Span) (where, key string) {
 func tree(nodes []*node, byID map[string]*node) ([]*node, *Problem) {
 	for _, n := range nodes {
 		n.parent = nil
-		if n.sp.ParentID != "" {
-			n.parent = byID[n.sp.ParentID]
+		if n.parentID != "" {
+			n.parent = byID[n.parentID]
 		}
 	}
 	// nodes[i].order is i.
@@ -260,8 +286,8 @@ func tree(nodes []*node, byID map[string]*node) ([]*node, *Problem) {
 	}, func(i int) int64 { return nodes[i].startNS })
 	if loop >= 0 {
 		n := nodes[loop]
-		return nil, &Problem{Span: n.idx, TraceID: n.sp.TraceID, SpanID: n.sp.SpanID,
-			Msg: fmt.Sprintf("the span is its own ancestor: its parent chain loops (parent %s)", n.sp.ParentID)}
+		return nil, &Problem{Span: n.idx, TraceID: n.traceID, SpanID: n.id,
+			Msg: fmt.Sprintf("the span is its own ancestor: its parent chain loops (parent %s)", n.parentID)}
 	}
 	out := make([]*node, len(order))
 	for k, i := range order {
