@@ -29,6 +29,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/lookout-dev/lookout/internal/formats/otlp"
+	"github.com/lookout-dev/lookout/internal/store"
 )
 
 // The OTLP receiver's scenarios live here, with their own coverage check.
@@ -303,6 +306,41 @@ func TestOTLPTransports(t *testing.T) {
 		}
 		if !strings.Contains(want, `"cancel_reservation"`) || !strings.Contains(want, "Cancel reservation ABC") || !strings.Contains(want, `"metadata":{"otel_trace_id":"`+otelTrace+`"}`) {
 			t.Errorf("stored trace lacks the tool call, the user message or the trace id:\n%s", want)
+		}
+	})
+}
+
+// TestOTLPSpansStoredUnmapped: a span an earlier Lookout stored as it was
+// received (Span's binary form; spans are stored mapped now) builds, with
+// spans received now, the trace that all of them received now make.
+func TestOTLPSpansStoredUnmapped(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, st storeUnderTest) {
+		f := newFixture(t, st, Config{})
+		alice := f.addUser("alice")
+		spans := agentSpans()
+		send := func(dataset string, sp []tspan) {
+			t.Helper()
+			if r := f.do("POST", "/v1/traces", "alice", bytes.NewReader(otlpProto("agent", sp)), "Content-Type", "application/x-protobuf", "X-Lookout-Dataset", dataset); r.status != 200 {
+				t.Fatalf("%s: %d %s", dataset, r.status, r.body)
+			}
+		}
+		send("now", spans)
+		var req tracepb.TracesData
+		if err := proto.Unmarshal(otlpProto("agent", spans[1:2]), &req); err != nil {
+			t.Fatal(err)
+		}
+		old, err := otlp.FromResourceSpans(req.GetResourceSpans())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := f.createDataset("alice", "upgraded", false)
+		if _, err := st.AcceptSpans(context.Background(), alice.ID, d, []store.SpanGroup{{OTelTraceID: otelTrace,
+			Spans: []store.StoredSpan{{SpanID: old[0].SpanID, Data: otlp.AppendBinary(nil, &old[0])}}}}); err != nil {
+			t.Fatal(err)
+		}
+		send("upgraded", append([]tspan{spans[0]}, spans[2:]...))
+		if got, want := storedOTel(t, f, "upgraded"), storedOTel(t, f, "now"); got != want || !strings.Contains(got, `"tool_call_id":"call_1"`) {
+			t.Errorf("with a span stored unmapped:\n%s\nall received now:\n%s", got, want)
 		}
 	})
 }

@@ -126,8 +126,7 @@ func mapGroup(spans []Span, idx []int) (*trace.Trace, *Problem) {
 }
 
 // CheckTrace reports the first span of one trace for which MapTrace would
-// fail, without mapping the trace: a receiver that stores spans to build
-// their trace later answers for them now.
+// fail, without mapping the trace (MapSpans checks the same, and maps).
 func CheckTrace(spans []Span) error {
 	idx := make([]int, len(spans))
 	for i := range idx {
