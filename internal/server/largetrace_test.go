@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -364,4 +365,97 @@ func BenchmarkSpanTraceRebuild(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/span")
 		})
 	}
+}
+
+// TestSpanBuilderLater: a trace whose last build took long is left by the
+// background builder while its spans keep coming, the traces beside it
+// are built as usual, a read builds it at once, and it is built once quiet.
+func TestSpanBuilderLater(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, st storeUnderTest) {
+		ctx := context.Background()
+		u, err := st.CreateUser(ctx, "alice", "not a hash")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := st.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "agent"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const large, small = "0af7651916cd43dd8448eb211c80319c", "4bf92f3577b34da6a3ce929d0e0e4736"
+		k := 0
+		accept := func(otelIDs ...string) []string {
+			t.Helper()
+			var groups []store.SpanGroup
+			for _, id := range otelIDs {
+				k++
+				ms, err := otlp.MapSpans([]otlp.Span{{TraceID: id, SpanID: fmt.Sprintf("%016x", k), Name: fmt.Sprintf("step %d", k)}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				groups = append(groups, store.SpanGroup{OTelTraceID: id, Spans: []store.StoredSpan{{SpanID: ms[0].SpanID(), Data: ms[0].AppendBinary(nil)}}})
+			}
+			ids, err := st.AcceptSpans(ctx, u.ID, d.ID, groups)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ids
+		}
+		spans := func(id string) int {
+			t.Helper()
+			tr, err := st.Trace(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(tr.Trace.Spans)
+		}
+		// Never quiet, stale after 1 s: a build of these small traces takes
+		// far less than a quarter of it, and leaves none for later.
+		const stale = time.Second
+		b := newSpanBuilder(st, time.Hour, stale, slog.New(slog.DiscardHandler), func(...string) {})
+		buildNow := func() {
+			t.Helper()
+			if err := b.build(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		build := func() {
+			t.Helper()
+			time.Sleep(stale + 100*time.Millisecond)
+			buildNow()
+		}
+		ids := accept(large, small)
+		tl, ts := ids[0], ids[1]
+		build()
+		if n := b.backlog.Load(); n != 0 || spans(tl) != 1 || len(b.leftLater(time.Now())) != 0 {
+			t.Fatalf("first build: %d pending, %d spans, later %v", n, spans(tl), b.leftLater(time.Now()))
+		}
+		// The large trace's build took 10 s (so it is told): left for 40 s.
+		b.leaveLater([]store.PendingBuild{{TraceID: tl, Spans: 1000}}, 10*time.Second)
+		accept(large, small)
+		build()
+		if n := b.backlog.Load(); n != 1 || spans(tl) != 1 || spans(ts) != 2 {
+			t.Errorf("stale, the large trace left: %d pending, %d and %d spans", n, spans(tl), spans(ts))
+		}
+		// A read builds it all the same.
+		if err := b.settle(ctx, store.PendingFilter{TraceIDs: []string{tl}}); err != nil || spans(tl) != 2 {
+			t.Errorf("settled: %d spans, %v", spans(tl), err)
+		}
+		// Quiet, it is built.
+		b.leaveLater([]store.PendingBuild{{TraceID: tl, Spans: 1000}}, 10*time.Second)
+		accept(large)
+		build()
+		if spans(tl) != 2 {
+			t.Errorf("stale again: the large trace was built")
+		}
+		b.quiet = time.Millisecond
+		buildNow()
+		if n := b.backlog.Load(); n != 0 || spans(tl) != 3 {
+			t.Errorf("quiet: %d pending, %d spans", n, spans(tl))
+		}
+		// Its time come, it is forgotten.
+		b.later[tl] = time.Now().Add(-time.Second)
+		if ids := b.leftLater(time.Now()); len(ids) != 0 || len(b.later) != 0 {
+			t.Errorf("after its time: later %v", ids)
+		}
+	})
 }

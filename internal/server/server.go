@@ -44,8 +44,9 @@ type Config struct {
 	DetectorModel *policy.DetectorModel
 	// A trace received as spans is built once no spans came for it for
 	// SpanQuiet (0: 250ms), or after SpanMaxDelay of spans that keep coming
-	// (0: 2s). While more than SpanBacklog traces (0: 20,000) wait to be
-	// built, span requests are answered 503 with Retry-After.
+	// (0: 2s; longer for a large trace, see spans.go). While more than
+	// SpanBacklog traces (0: 20,000) wait to be built, span requests are
+	// answered 503 with Retry-After.
 	SpanQuiet, SpanMaxDelay time.Duration
 	SpanBacklog             int64
 	// While the search index has more than IndexCatchUp of work queued

@@ -21,11 +21,22 @@ import (
 // Reads see every span accepted before them: a trace read, and a dataset's
 // list, search, export, checks and evaluations, first build what of theirs
 // is pending. Marks outlive a restart: the builder takes them up.
+//
+// A large trace whose spans keep coming waits longer than SpanMaxDelay
+// between builds: staleRebuilds times what its last build took, so that
+// rebuilding it from all its spans takes a bounded share of the builder's
+// time however long it grows (a trace rebuilt every SpanMaxDelay costs time
+// quadratic in its size). Once quiet it is built as any other.
 
 // spanBuildBatch is how many pending traces one build writes at most: the
 // write holds the store's writer (SQLite's one connection), which requests
 // of spans wait for.
 const spanBuildBatch = 16
+
+// staleRebuilds is how many times what a trace's last build took a trace
+// whose spans keep coming waits before it is built again (when that is more
+// than SpanMaxDelay): the builder spends at most a fifth of its time on it.
+const staleRebuilds = 4
 
 // pendingSpans is what building traces from spans needs of the store.
 type pendingSpans interface {
@@ -46,6 +57,9 @@ type spanBuilder struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	backlog atomic.Int64 // pending traces when last counted
+
+	mu    sync.Mutex
+	later map[string]time.Time // large traces left until then unless quiet (PendingFilter.Later)
 }
 
 // newSpanBuilder returns a builder over st, not started; quiet and
@@ -58,7 +72,7 @@ func newSpanBuilder(st pendingSpans, quiet, maxDelay time.Duration, log *slog.Lo
 	if maxDelay <= 0 {
 		maxDelay = 2 * time.Second
 	}
-	return &spanBuilder{st: st, quiet: quiet, maxDelay: maxDelay, log: log, changed: changed}
+	return &spanBuilder{st: st, quiet: quiet, maxDelay: maxDelay, log: log, changed: changed, later: map[string]time.Time{}}
 }
 
 // StartSpanBuilder starts building pending traces in the background,
@@ -137,11 +151,12 @@ func (s *Server) buildQuiet(ctx context.Context) {
 func (b *spanBuilder) build(ctx context.Context) error {
 	for ctx.Err() == nil {
 		now := time.Now()
-		f := store.PendingFilter{Quiet: now.Add(-b.quiet), Stale: now.Add(-b.maxDelay), Limit: spanBuildBatch}
+		f := store.PendingFilter{Quiet: now.Add(-b.quiet), Stale: now.Add(-b.maxDelay), Later: b.leftLater(now), Limit: spanBuildBatch}
 		out, err := b.st.BuildPendingSpans(ctx, f, buildSpanTrace)
 		if err != nil {
 			return err
 		}
+		b.leaveLater(out, time.Since(now))
 		b.built(ctx, out)
 		if len(out) < spanBuildBatch {
 			break
@@ -180,10 +195,52 @@ func (s *Server) settleDataset(ctx context.Context, id string) error {
 }
 
 func (b *spanBuilder) settle(ctx context.Context, f store.PendingFilter) error {
+	t0 := time.Now()
 	out, err := b.st.BuildPendingSpans(ctx, f, buildSpanTrace)
 	if err != nil {
 		return err
 	}
+	b.leaveLater(out, time.Since(t0))
 	b.built(ctx, out)
 	return nil
+}
+
+// leaveLater notes, of traces just built in took, those whose next build
+// while their spans keep coming is to wait more than maxDelay: each is
+// charged its share of took by its spans.
+func (b *spanBuilder) leaveLater(out []store.PendingBuild, took time.Duration) {
+	total := 0
+	for _, p := range out {
+		total += p.Spans
+	}
+	if total == 0 {
+		return
+	}
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range out {
+		wait := staleRebuilds * time.Duration(float64(took)*float64(p.Spans)/float64(total))
+		if wait > b.maxDelay {
+			b.later[p.TraceID] = now.Add(wait)
+		} else {
+			delete(b.later, p.TraceID)
+		}
+	}
+}
+
+// leftLater is the traces left for later at now (nil for none), forgetting
+// those whose time has come.
+func (b *spanBuilder) leftLater(now time.Time) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var ids []string
+	for id, until := range b.later {
+		if now.Before(until) {
+			ids = append(ids, id)
+		} else {
+			delete(b.later, id)
+		}
+	}
+	return ids
 }

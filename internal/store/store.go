@@ -393,19 +393,23 @@ type SpanTraces interface {
 
 // PendingFilter selects pending traces: TraceIDs (those of them that are
 // pending), else those of DatasetID, else those whose last spans came
-// before Quiet or that have been pending since before Stale. At most Limit
-// (0: all), those pending longest first.
+// before Quiet or that have been pending since before Stale, except those
+// of Later, which only Quiet selects. At most Limit (0: all), those pending
+// longest first.
 type PendingFilter struct {
 	TraceIDs  []string
 	DatasetID string
 	Quiet     time.Time
 	Stale     time.Time
+	Later     []string
 	Limit     int
 }
 
-// PendingBuild is a pending trace built, or whose build failed (Err).
+// PendingBuild is a pending trace built from Spans spans, or whose build
+// failed (Err).
 type PendingBuild struct {
 	TraceID string
+	Spans   int
 	Err     error
 }
 

@@ -80,8 +80,14 @@ func (r spanReader) Pending(ctx context.Context, f store.PendingFilter) (spansto
 		query += `dataset_id = $1`
 		args = append(args, f.DatasetID)
 	default:
-		query += `(touched < $1 OR since < $2)`
-		args = append(args, f.Quiet, f.Stale)
+		later := make([]string, 0, len(f.Later))
+		for _, id := range f.Later {
+			if storeutil.ValidID(id) {
+				later = append(later, id)
+			}
+		}
+		query += `(touched < $1 OR since < $2 AND trace_id <> ALL($3::uuid[]))`
+		args = append(args, f.Quiet, f.Stale, later)
 	}
 	query += ` ORDER BY since, trace_id`
 	if f.Limit > 0 {

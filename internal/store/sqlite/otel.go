@@ -62,8 +62,14 @@ func (r spanReader) Pending(ctx context.Context, f store.PendingFilter) (spansto
 		query += `dataset_id = ?`
 		args = append(args, f.DatasetID)
 	default:
-		query += `(touched < ? OR since < ?)`
+		stale := `since < ?`
 		args = append(args, micros(f.Quiet), micros(f.Stale))
+		if len(f.Later) > 0 {
+			in, later := inList(f.Later)
+			stale += ` AND trace_id NOT IN ` + in
+			args = append(args, later...)
+		}
+		query += `(touched < ? OR ` + stale + `)`
 	}
 	query += ` ORDER BY since, trace_id`
 	if f.Limit > 0 {

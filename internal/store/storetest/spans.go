@@ -305,6 +305,34 @@ func testAcceptSpans(t *testing.T, open func(t *testing.T) store.Store) {
 	wantErr(t, "unknown dataset", err, store.ErrNotFound)
 }
 
+// testPendingLater: a stale trace of Later is left for now, a quiet one is
+// built all the same, and a build says how many spans it was made of.
+func testPendingLater(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	alice := e.user("alice")
+	d := e.dataset(alice, "otel", false)
+	var seen [][]string
+	var mu sync.Mutex
+	build := spanBuild(&mu, &seen)
+	const a, b = "0af7651916cd43dd8448eb211c80319c", "4bf92f3577b34da6a3ce929d0e0e4736"
+	ids, err := e.st.AcceptSpans(e.ctx, alice.ID, d.ID, []store.SpanGroup{{OTelTraceID: a, Spans: spans("s1", "one", "s2", "two")}, {OTelTraceID: b, Spans: spans("x", "bx")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta, tb := ids[0], ids[1]
+	past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	// Both stale, neither quiet: a is left for later.
+	out := buildPending(t, e, store.PendingFilter{Quiet: past, Stale: future, Later: []string{ta, missingID}}, build)
+	if len(out) != 1 || out[0].TraceID != tb || out[0].Spans != 1 {
+		t.Errorf("stale, a later: built %+v, want b of 1 span", out)
+	}
+	// Quiet, a is built though it is in Later.
+	out = buildPending(t, e, store.PendingFilter{Quiet: future, Stale: past, Later: []string{ta}}, build)
+	if len(out) != 1 || out[0].TraceID != ta || out[0].Spans != 2 || contents(t, e, ta) != "one,two" {
+		t.Errorf("quiet, a later: built %+v, events %q", out, contents(t, e, ta))
+	}
+}
+
 // testAcceptSpansConcurrently: requests marking the same traces in
 // different orders, and builds of them, run at once without failing and
 // lose no span. (A deadlock between marks depends on timing: this test

@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AddSpansChangedMeanwhile", testAddSpansChangedMeanwhile},
 		{"AcceptSpans", testAcceptSpans},
 		{"AcceptSpansConcurrently", testAcceptSpansConcurrently},
+		{"PendingLater", testPendingLater},
 		{"SearchConformance", testSearchConformance},
 		{"SearchConsistency", testSearchConsistency},
 		{"SearchRightAfterWrite", testSearchRightAfterWrite},

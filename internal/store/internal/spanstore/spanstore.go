@@ -309,7 +309,7 @@ func (t Traces) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
 				return err
 			}
 			bt := &built[i]
-			out = append(out, store.PendingBuild{TraceID: p.TraceID, Err: bt.Err})
+			out = append(out, store.PendingBuild{TraceID: p.TraceID, Spans: len(p.Spans), Err: bt.Err})
 			if bt.Err != nil {
 				continue
 			}
