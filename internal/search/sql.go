@@ -9,12 +9,10 @@ import (
 
 // Dialect is what differs between the store backends in the SQL a query
 // compiles to. Placeholders are "?" throughout (a backend that numbers them
-// renumbers the finished statement). Both keep these index tables:
+// renumbers the finished statement). Both keep these index tables, and
+// their own tables from traces to texts (IndexedTraces, ScanTrace):
 //
 //	search_texts  (id, hash, text)                each distinct Piece text once
-//	search_pieces (trace_id, address, text_id)    one row per Piece (SQLite:
-//	                                              per text of a trace, its
-//	                                              addresses newline-separated)
 //	search_facets (facet, trace_id)               one row per facet
 //	search_meta   (trace_id, key, text, num)      one row per MetaValue
 type Dialect interface {

@@ -33,7 +33,7 @@ func IndexPath(path string) string { return path + "-search" }
 // indexSchema is the version of the statements below; with
 // search.IndexVersion it is kept in search_state, and an index of another
 // version is dropped and rebuilt.
-const indexSchema = 1
+const indexSchema = 2
 
 var indexTables = []string{
 	// Each distinct text once (agents repeat system prompts, tool names and
@@ -57,15 +57,22 @@ var indexTables = []string{
 	`CREATE TRIGGER search_texts_delete AFTER DELETE ON search_texts BEGIN
 		INSERT INTO search_fts (search_fts, rowid, text) VALUES ('delete', old.id, old.text);
 	END`,
-	// A trace's texts, each with every address where it occurs (rows in
-	// insertion order: a trace's pieces in order).
-	`CREATE TABLE search_pieces (
-		trace_id TEXT NOT NULL,
-		address  TEXT NOT NULL,
-		text_id  INTEGER NOT NULL
+	// One row per trace: the ids of its texts (a JSON array, in order of
+	// first occurrence), which a scan of the trace tests. Where in the
+	// trace a text occurs is not kept: a search finds it in the trace's
+	// content, for the traces of the page it shows.
+	`CREATE TABLE search_traces (
+		docid    INTEGER PRIMARY KEY,
+		trace_id TEXT NOT NULL UNIQUE,
+		texts    TEXT NOT NULL
 	)`,
-	`CREATE INDEX search_pieces_trace ON search_pieces (trace_id)`,
-	`CREATE INDEX search_pieces_text ON search_pieces (text_id)`,
+	// The postings from texts to traces: one document per trace (rowid:
+	// docid) whose tokens are its text ids ("t<id>"). Contentless: it holds
+	// the postings only. One document a trace instead of a row per text and
+	// trace: FTS5 writes postings in bulk segments, not a B-tree entry each.
+	`CREATE VIRTUAL TABLE search_docs USING fts5 (
+		texts, content = '', contentless_delete = 1, detail = 'none', tokenize = 'ascii'
+	)`,
 	`CREATE TABLE search_facets (
 		facet    TEXT NOT NULL,
 		trace_id TEXT NOT NULL,
@@ -278,15 +285,26 @@ func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {
 	// Every trace's rows go, then the live ones are written whole; the
 	// texts of the rows dropped that nothing uses any more go last.
 	list, _ := json.Marshal(ids)
-	if err := markTexts(ctx, st.tx, `SELECT text_id FROM search_pieces WHERE trace_id IN (SELECT value FROM json_each(?))`, string(list)); err != nil {
+	marked, err := markTexts(ctx, st.tx, `SELECT j.value FROM search_traces d, json_each(d.texts) j WHERE d.trace_id IN (SELECT value FROM json_each(?))`, string(list))
+	if err != nil {
 		return err
 	}
-	for _, table := range []string{"search_pieces", "search_facets", "search_meta"} {
+	if _, err := st.tx.ExecContext(ctx, `DELETE FROM search_docs WHERE rowid IN (SELECT docid FROM search_traces WHERE trace_id IN (SELECT value FROM json_each(?)))`, string(list)); err != nil {
+		return err
+	}
+	for _, table := range []string{"search_traces", "search_facets", "search_meta"} {
 		if _, err := st.tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE trace_id IN (SELECT value FROM json_each(?))", string(list)); err != nil {
 			return err
 		}
 	}
-	if err := insertDocs(ctx, st.tx, live, ld); err != nil {
+	used, err := insertDocs(ctx, st.tx, live, ld)
+	if err != nil || marked == 0 { // new traces only: no text lost a user
+		return err
+	}
+	// A text the new documents hold stays: only those the batch's traces
+	// no longer hold are looked for in other traces.
+	ul, _ := json.Marshal(used)
+	if _, err := st.tx.ExecContext(ctx, `DELETE FROM marked_texts WHERE id IN (SELECT value FROM json_each(?))`, string(ul)); err != nil {
 		return err
 	}
 	return sweepMarkedTexts(ctx, st.tx)

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -20,10 +21,11 @@ import (
 type dialect struct{}
 
 func (dialect) IndexedTraces(word string) (string, any) {
-	return "SELECT p.trace_id FROM search_fts f JOIN search_pieces p ON p.text_id = f.rowid WHERE f.text GLOB ?", globPattern(word)
+	return `SELECT d.trace_id FROM search_traces d WHERE d.docid IN (SELECT rowid FROM search_docs WHERE search_docs MATCH
+		(SELECT coalesce(group_concat('t' || rowid, ' OR '), 'none') FROM search_fts WHERE text GLOB ?))`, globPattern(word)
 }
 func (dialect) ScanTrace() string {
-	return "EXISTS (SELECT 1 FROM search_pieces p JOIN search_texts x ON x.id = p.text_id WHERE p.trace_id = t.id AND instr(x.text, ?) > 0)"
+	return "EXISTS (SELECT 1 FROM search_traces d, json_each(d.texts) j, search_texts x WHERE d.trace_id = t.id AND x.id = j.value AND instr(x.text, ?) > 0)"
 }
 func (dialect) Contains(column string) string  { return "instr(" + column + ", ?) > 0" }
 func (dialect) Unindexed(column string) string { return "+" + column }
@@ -38,31 +40,60 @@ func globPattern(s string) string {
 }
 
 // insertDocs writes the index rows of traces that have none, many rows per
-// statement; a text the index already holds is referred to, not written
-// again.
-func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.IndexDoc) error {
+// statement, and returns the ids of the texts they hold; a text the index
+// already holds is referred to, not written again.
+func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.IndexDoc) ([]int64, error) {
 	texts := storeutil.DistinctTexts(docs)
 	textIDs, err := textIDs(ctx, tx, texts)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	pieces := batcher{tx: tx, head: "INSERT INTO search_pieces (trace_id, address, text_id) VALUES ", cols: 3}
+	used := make([]int64, 0, len(textIDs))
+	for _, t := range textIDs {
+		used = append(used, t)
+	}
+	var docid int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(docid), 0) FROM search_traces`).Scan(&docid); err != nil {
+		return nil, err
+	}
+	traces := batcher{tx: tx, head: "INSERT INTO search_traces (docid, trace_id, texts) VALUES ", cols: 3}
+	postings := batcher{tx: tx, head: "INSERT INTO search_docs (rowid, texts) VALUES ", cols: 2}
 	facets := batcher{tx: tx, head: "INSERT OR IGNORE INTO search_facets (trace_id, facet) VALUES ", cols: 2}
 	meta := batcher{tx: tx, head: "INSERT INTO search_meta (trace_id, key, text, num) VALUES ", cols: 4}
-	defer pieces.close()
+	defer traces.close()
+	defer postings.close()
 	defer facets.close()
 	defer meta.close()
-	var g grouper
+	seen := map[int64]bool{}
+	var list, tokens []byte
 	for i, dh := range docs {
 		id, d := ids[i], dh.Doc
-		for _, r := range g.group(d.Pieces, func(k int) int64 { return textIDs[dh.Hashes[k]] }) {
-			if err := pieces.add(ctx, id, r.addresses, r.textID); err != nil {
-				return err
+		// Each text of the trace once, in order of first occurrence.
+		clear(seen)
+		list, tokens = append(list[:0], '['), tokens[:0]
+		for k := range d.Pieces {
+			t := textIDs[dh.Hashes[k]]
+			if seen[t] {
+				continue
 			}
+			seen[t] = true
+			if len(tokens) > 0 {
+				list, tokens = append(list, ','), append(tokens, ' ')
+			}
+			list = strconv.AppendInt(list, t, 10)
+			tokens = appendTextToken(tokens, t)
+		}
+		list = append(list, ']')
+		docid++
+		if err := traces.add(ctx, docid, id, string(list)); err != nil {
+			return nil, err
+		}
+		if err := postings.add(ctx, docid, string(tokens)); err != nil {
+			return nil, err
 		}
 		for _, f := range d.Facets {
 			if err := facets.add(ctx, id, f); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		for _, m := range d.Meta {
@@ -71,65 +102,30 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 				num = m.Num
 			}
 			if err := meta.add(ctx, id, m.Key, m.Text, num); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return errors.Join(pieces.flush(ctx), facets.flush(ctx), meta.flush(ctx))
+	return used, errors.Join(traces.flush(ctx), postings.flush(ctx), facets.flush(ctx), meta.flush(ctx))
 }
 
-// pieceRow is one row of search_pieces: a text of a trace and every
-// address where it occurs, in order, separated by newlines (an address in
-// its canonical form never holds one: steps that would are quoted). A trace
-// repeats many texts (OpenTelemetry spans name the same operation, model
-// and tool again and again: 40-50% of a corpus span trace's pieces): a row
-// per text instead of a row per piece is that many fewer B-tree inserts.
-type pieceRow struct {
-	textID    int64
-	addresses string
+// appendTextToken appends the token of text id t in search_docs: "t" and
+// the id (the ascii tokenizer keeps letters and digits together).
+func appendTextToken(b []byte, t int64) []byte {
+	return strconv.AppendInt(append(b, 't'), t, 10)
 }
 
-// grouper groups a trace's pieces by text, reusing its memory from one
-// trace to the next.
-type grouper struct {
-	rows  []pieceRow
-	at    map[int64]int
-	addrs [][]string
-}
-
-// group returns one pieceRow per distinct text of pieces, in the order of
-// first occurrence; textID gives the text of piece k. The addresses of a
-// text are joined once at the end: appending to a string per piece made a
-// text repeated n times cost n² (60,000 identical events: minutes).
-func (g *grouper) group(pieces []search.Piece, textID func(k int) int64) []pieceRow {
-	if g.at == nil {
-		g.at = map[int64]int{}
-	}
-	clear(g.at)
-	g.rows, g.addrs = g.rows[:0], g.addrs[:0]
-	for k, p := range pieces {
-		t := textID(k)
-		if j, ok := g.at[t]; ok {
-			g.addrs[j] = append(g.addrs[j], p.Address)
-			continue
+// textsMatch is the search_docs query of the traces that hold any of the
+// texts (ids).
+func textsMatch(ids []int64) string {
+	var b []byte
+	for i, t := range ids {
+		if i > 0 {
+			b = append(b, " OR "...)
 		}
-		g.at[t] = len(g.rows)
-		g.rows = append(g.rows, pieceRow{textID: t})
-		if len(g.addrs) < cap(g.addrs) {
-			g.addrs = g.addrs[:len(g.addrs)+1]
-			g.addrs[len(g.addrs)-1] = append(g.addrs[len(g.addrs)-1][:0], p.Address)
-		} else {
-			g.addrs = append(g.addrs, []string{p.Address})
-		}
+		b = appendTextToken(b, t)
 	}
-	for j := range g.rows {
-		if len(g.addrs[j]) == 1 {
-			g.rows[j].addresses = g.addrs[j][0]
-		} else {
-			g.rows[j].addresses = strings.Join(g.addrs[j], "\n")
-		}
-	}
-	return g.rows
+	return string(b)
 }
 
 // textIDs returns the row id of each distinct text (by hash), inserting
@@ -182,17 +178,20 @@ func textIDs(ctx context.Context, tx *sql.Tx, texts map[storeutil.TextHash]strin
 // them no other piece uses. Deleting a text this way keeps FTS5 in step
 // (the delete trigger); a sweep of the whole table would cost more than
 // the delete.
-func markTexts(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
+func markTexts(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
 	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS marked_texts (id INTEGER PRIMARY KEY)`); err != nil {
-		return err
+		return 0, err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO marked_texts `+query, args...)
-	return err
+	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO marked_texts `+query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 func sweepMarkedTexts(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM search_texts WHERE id IN (SELECT id FROM marked_texts)
-		AND NOT EXISTS (SELECT 1 FROM search_pieces p WHERE p.text_id = search_texts.id)`)
+	_, err := tx.ExecContext(ctx, `DELETE FROM search_texts WHERE id IN (SELECT m.id FROM marked_texts m
+		WHERE NOT EXISTS (SELECT 1 FROM search_docs WHERE search_docs MATCH 't' || m.id))`)
 	if err == nil {
 		_, err = tx.ExecContext(ctx, `DELETE FROM marked_texts`)
 	}
@@ -311,18 +310,22 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	for _, l := range q.Leaves(dialect{}) {
 		// A word's trigram lookup is most of a rare word's time: the texts
 		// that hold it are looked up once, and the query then finds their
-		// traces by text (each use of the word asked FTS5 again).
-		// Only a few: a word in many texts is often common, and each text
-		// FTS5 returns is read again to test the pattern.
+		// traces by their tokens in search_docs. A word in more texts than
+		// that is common: its traces are tested one by one in index order.
 		if l.Word != "" {
-			texts, err := s.textsHolding(ctx, l.Word, fewTexts)
+			texts, err := s.textsHolding(ctx, l.Word, manyTexts)
 			if err != nil {
 				return res, fail(ctx, err, "search dataset %s", datasetID)
 			}
-			if texts != nil {
-				l.Set, l.Args = "SELECT trace_id FROM search_pieces WHERE text_id IN (SELECT value FROM json_each(?))", []any{string(texts)}
-				plan.Sets[l.Key] = l
+			if texts == nil {
+				plan.Common[l.Key] = true
+				continue
 			}
+			l.Set, l.Args = "SELECT trace_id FROM search_traces WHERE docid IN (SELECT rowid FROM search_docs WHERE search_docs MATCH ?)", []any{textsMatch(texts)}
+			if len(texts) == 0 {
+				l.Set, l.Args = "SELECT trace_id FROM search_traces WHERE 0", nil
+			}
+			plan.Sets[l.Key] = l
 		}
 		var n int
 		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (`+l.Set+` LIMIT ?)`, append(l.Args, storeutil.CommonBound(opts))...).Scan(&n); err != nil {
@@ -393,67 +396,55 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	return res, nil
 }
 
-// fewTexts is the most texts holding a word that a query lists.
-const fewTexts = 64
+// manyTexts is the most texts holding a word that a query lists: past
+// it, the word is common.
+const manyTexts = 1024
 
-// textsHolding returns the ids of the texts that hold word, as a JSON
-// array, or nil when there are more than max.
-func (s *Store) textsHolding(ctx context.Context, word string, max int) ([]byte, error) {
+// textsHolding returns the ids of the texts that hold word, or nil when
+// there are more than max.
+func (s *Store) textsHolding(ctx context.Context, word string, max int) ([]int64, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT rowid FROM search_fts WHERE text GLOB ? LIMIT ?`, globPattern(word), max+1)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	list := []byte{'['}
-	n := 0
+	ids := []int64{}
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
 			return nil, err
 		}
-		if n++; n > max {
+		if ids = append(ids, id); len(ids) > max {
 			return nil, rows.Close()
 		}
-		if n > 1 {
-			list = append(list, ',')
-		}
-		list = strconv.AppendInt(list, id, 10)
 	}
-	return append(list, ']'), rows.Err()
+	return ids, rows.Err()
 }
 
-// hits reads the pieces of the page's traces and marks the words in them.
+// hits finds the words in the page's traces, read from what is stored:
+// the index keeps which texts a trace holds, not where.
 func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) error {
 	at := make(map[string]int, len(ts))
-	args := make([]any, len(ts))
+	ids := make([]string, len(ts))
 	for i := range ts {
-		at[ts[i].ID] = i
-		args[i] = ts[i].ID
+		at[ts[i].ID], ids[i] = i, ts[i].ID
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT p.trace_id, p.address, x.text FROM search_pieces p JOIN search_texts x ON x.id = p.text_id
-		WHERE p.trace_id IN (?`+strings.Repeat(", ?", len(ts)-1)+`) ORDER BY p.rowid`, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	pieces := make([][]search.Piece, len(ts))
-	for rows.Next() {
-		var id, addresses, text string
-		if err := rows.Scan(&id, &addresses, &text); err != nil {
+	list, _ := json.Marshal(ids)
+	rows, err := s.r.QueryContext(ctx, `SELECT id, metadata, encoding, content FROM traces WHERE id IN (SELECT value FROM json_each(?))`, string(list))
+	return eachRow(rows, err, func(rows *sql.Rows) error {
+		var id string
+		var meta, content []byte
+		var enc int
+		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
 			return err
 		}
-		i := at[id]
-		for a := range strings.SplitSeq(addresses, "\n") {
-			pieces[i] = append(pieces[i], search.Piece{Address: a, Text: text})
+		t, err := storeutil.DecodeContent(content, enc, meta)
+		if err != nil {
+			return fmt.Errorf("trace %s: %w", id, err)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for i := range ts {
-		ts[i].Hits = search.Hits(pieces[i], words)
-	}
-	return nil
+		ts[at[id]].Hits = search.Hits(search.Index(t).Pieces, words)
+		return nil
+	})
 }
 
 // Reindex rebuilds the search index from the stored traces: it queues
@@ -488,7 +479,7 @@ func (s *Store) SearchIndexStats(ctx context.Context) (store.SearchIndexStats, e
 	}
 	var b sql.NullInt64
 	err := s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM search_texts),
-		(SELECT coalesce(sum(length(address) - length(replace(address, char(10), '')) + 1), 0) FROM search_pieces),
+		(SELECT coalesce(sum(json_array_length(texts)), 0) FROM search_traces),
 		(SELECT sum(pgsize) FROM dbstat('idx'))`).Scan(&st.Texts, &st.Pieces, &b)
 	st.Bytes = b.Int64
 	if err != nil {
