@@ -140,7 +140,10 @@ func (ix *Indexer) loop(ctx context.Context) {
 		start := time.Now()
 		n, err := RunStep(ctx, ix.b, "")
 		ix.mu.Lock()
-		if n > 0 {
+		// The rate is that of full batches only: a partial one means the
+		// indexer keeps up, and its fixed cost a step would make the rate
+		// look low (and the catch-up time long) when there is no backlog.
+		if n == BatchSize {
 			r := float64(n) / max(time.Since(start).Seconds(), 1e-6)
 			if ix.rate == 0 {
 				ix.rate = r
@@ -290,7 +293,8 @@ func (ix *Indexer) Backlog(ctx context.Context) (store.IndexBacklog, error) {
 	bl := store.IndexBacklog{Queued: bs.Queued, Err: ix.lastErr}
 	if bs.Queued > 0 {
 		bl.Lag = max(time.Since(bs.Oldest), 0)
-		if ix.rate > 0 {
+		// Up to a batch is no backlog: the next step takes it all.
+		if ix.rate > 0 && bs.Queued > BatchSize {
 			bl.CatchUp = time.Duration(float64(bs.Queued) / ix.rate * float64(time.Second))
 		}
 	}
