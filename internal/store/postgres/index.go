@@ -45,7 +45,7 @@ func (s *Store) resetIndex(ctx context.Context) (int64, error) {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(indexLock)); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `TRUNCATE search_pieces, search_facets, search_meta, search_texts, search_state`); err != nil {
+		if _, err := tx.Exec(ctx, `TRUNCATE search_traces, search_facets, search_meta, search_texts, search_state`); err != nil {
 			return err
 		}
 		// The queue is replaced: every trace is in it once.
@@ -152,16 +152,16 @@ func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {
 		ids[i] = d.TraceID
 		if d.Doc != nil {
 			live, ld = append(live, d.TraceID), append(ld, storeutil.IndexDoc{Doc: d.Doc})
-			st.pieces += int64(len(d.Doc.Pieces))
 		}
 	}
 	// Every trace's rows go, the live ones are written whole, then the
-	// texts of the rows dropped that nothing uses any more.
-	rows, err := st.tx.Query(ctx, `DELETE FROM search_pieces WHERE trace_id = ANY($1::uuid[]) RETURNING text_id`, ids)
+	// texts the batch's traces held and hold no more, if nothing else
+	// holds them.
+	rows, err := st.tx.Query(ctx, `DELETE FROM search_traces WHERE trace_id = ANY($1::uuid[]) RETURNING texts`, ids)
 	if err != nil {
 		return err
 	}
-	used, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	old, err := pgx.CollectRows(rows, pgx.RowTo[[]int64])
 	if err != nil {
 		return err
 	}
@@ -170,10 +170,25 @@ func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {
 			return err
 		}
 	}
-	if err := insertDocs(ctx, st.tx, live, ld); err != nil {
+	used, pieces, err := insertDocs(ctx, st.tx, live, ld)
+	if err != nil {
 		return err
 	}
-	return sweepTexts(ctx, st.tx, used)
+	st.pieces += pieces
+	held := make(map[int64]bool, len(used))
+	for _, t := range used {
+		held[t] = true
+	}
+	var dropped []int64
+	for _, ts := range old {
+		for _, t := range ts {
+			if !held[t] {
+				held[t] = true // once
+				dropped = append(dropped, t)
+			}
+		}
+	}
+	return sweepTexts(ctx, st.tx, dropped)
 }
 
 func (st *indexStep) Commit(ctx context.Context, done []indexer.Entry) error {

@@ -20,10 +20,10 @@ import (
 type dialect struct{}
 
 func (dialect) IndexedTraces(word string) (string, any) {
-	return "SELECT p.trace_id FROM search_texts x JOIN search_pieces p ON p.text_id = x.id WHERE x.text LIKE ?", search.LikePattern(word)
+	return "SELECT d.trace_id FROM search_traces d WHERE d.texts && ARRAY(SELECT x.id FROM search_texts x WHERE x.text LIKE ?)", search.LikePattern(word)
 }
 func (dialect) ScanTrace() string {
-	return "EXISTS (SELECT 1 FROM search_pieces p JOIN search_texts x ON x.id = p.text_id WHERE p.trace_id = t.id AND strpos(x.text, ?) > 0)"
+	return "EXISTS (SELECT 1 FROM search_traces d JOIN search_texts x ON x.id = ANY(d.texts) WHERE d.trace_id = t.id AND strpos(x.text, ?) > 0)"
 }
 func (dialect) Contains(column string) string  { return "strpos(" + column + ", ?) > 0" }
 func (dialect) Unindexed(column string) string { return column }
@@ -32,14 +32,15 @@ func (dialect) ExtraMember(column, key string) string {
 }
 
 var (
-	pieceCopyCols = []string{"trace_id", "seq", "address", "text_id"}
-	metaCopyCols  = []string{"trace_id", "key", "text", "num"}
+	searchTraceCols = []string{"trace_id", "texts"}
+	metaCopyCols    = []string{"trace_id", "key", "text", "num"}
 )
 
 // insertDocs writes the index rows of traces that have none with COPY
-// (facets with INSERT ... ON CONFLICT), in the indexer's transaction; a
+// (facets with INSERT ... ON CONFLICT), in the indexer's transaction, and
+// returns the ids of the texts they hold and their number of pieces; a
 // text the index already holds is referred to, not written again.
-func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.IndexDoc) error {
+func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.IndexDoc) ([]int64, int64, error) {
 	texts := storeutil.DistinctTexts(docs)
 	textIDs := make(map[storeutil.TextHash]int64, len(texts))
 	if len(texts) > 0 {
@@ -50,33 +51,47 @@ func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.I
 			ts = append(ts, t)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO search_texts (hash, text) SELECT * FROM unnest($1::bytea[], $2::text[]) ON CONFLICT (hash) DO NOTHING`, hs, ts); err != nil {
-			return err
+			return nil, 0, err
 		}
 		rows, err := tx.Query(ctx, `SELECT hash, id FROM search_texts WHERE hash = ANY($1::bytea[])`, hs)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		for rows.Next() {
 			var b []byte
 			var id int64
 			if err := rows.Scan(&b, &id); err != nil {
 				rows.Close()
-				return err
+				return nil, 0, err
 			}
 			textIDs[storeutil.TextHash(b)] = id
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return err
+			return nil, 0, err
 		}
 	}
-	var pieces, meta [][]any
+	used := make([]int64, 0, len(textIDs))
+	for _, t := range textIDs {
+		used = append(used, t)
+	}
+	var traces, meta [][]any
 	var fTrace, fFacet []string
+	var pieces int64
+	seen := map[int64]bool{}
 	for i, dh := range docs {
 		id, d := uuidOf(ids[i]), dh.Doc
-		for k, p := range d.Pieces {
-			pieces = append(pieces, []any{id, int32(k), p.Address, textIDs[dh.Hashes[k]]})
+		// Each text of the trace once, in order of first occurrence.
+		clear(seen)
+		var held []int64
+		for k := range d.Pieces {
+			if t := textIDs[dh.Hashes[k]]; !seen[t] {
+				seen[t] = true
+				held = append(held, t)
+			}
 		}
+		pieces += int64(len(held))
+		traces = append(traces, []any{id, held})
 		for _, m := range d.Meta {
 			var num any
 			if m.IsNum {
@@ -88,22 +103,22 @@ func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.I
 			fTrace, fFacet = append(fTrace, ids[i]), append(fFacet, f)
 		}
 	}
-	if len(pieces) > 0 {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"search_pieces"}, pieceCopyCols, pgx.CopyFromRows(pieces)); err != nil {
-			return err
+	if len(traces) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"search_traces"}, searchTraceCols, pgx.CopyFromRows(traces)); err != nil {
+			return nil, 0, err
 		}
 	}
 	if len(meta) > 0 {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"search_meta"}, metaCopyCols, pgx.CopyFromRows(meta)); err != nil {
-			return err
+			return nil, 0, err
 		}
 	}
 	if len(fFacet) > 0 {
 		if _, err := tx.Exec(ctx, `INSERT INTO search_facets (trace_id, facet) SELECT * FROM unnest($1::uuid[], $2::text[]) ON CONFLICT DO NOTHING`, fTrace, fFacet); err != nil {
-			return err
+			return nil, 0, err
 		}
 	}
-	return nil
+	return used, pieces, nil
 }
 
 // sweepTexts deletes those of the texts that no piece uses any more (the
@@ -113,7 +128,7 @@ func sweepTexts(ctx context.Context, tx pgx.Tx, ids []int64) error {
 		return nil
 	}
 	_, err := tx.Exec(ctx, `DELETE FROM search_texts x WHERE x.id = ANY($1::bigint[])
-		AND NOT EXISTS (SELECT 1 FROM search_pieces p WHERE p.text_id = x.id)`, ids)
+		AND NOT EXISTS (SELECT 1 FROM search_traces d WHERE d.texts @> ARRAY[x.id])`, ids)
 	return err
 }
 
@@ -260,37 +275,33 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 // cores.
 const countParts = 2
 
-// hits reads the pieces of the page's traces and marks the words in them.
+// hits finds the words in the page's traces, read from what is stored:
+// the index keeps which texts a trace holds, not where.
 func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) error {
 	at := make(map[string]int, len(ts))
 	ids := make([]string, len(ts))
 	for i := range ts {
-		at[ts[i].ID] = i
-		ids[i] = ts[i].ID
+		at[ts[i].ID], ids[i] = i, ts[i].ID
 	}
-	rows, err := s.pool.Query(ctx, `SELECT p.trace_id::text, p.address, x.text FROM search_pieces p JOIN search_texts x ON x.id = p.text_id
-		WHERE p.trace_id = ANY($1::uuid[]) ORDER BY p.trace_id, p.seq`, ids)
+	rows, err := s.pool.Query(ctx, `SELECT id::text, metadata, encoding, content FROM traces WHERE id = ANY($1::uuid[])`, ids)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	pieces := make([][]search.Piece, len(ts))
 	for rows.Next() {
 		var id string
-		var p search.Piece
-		if err := rows.Scan(&id, &p.Address, &p.Text); err != nil {
+		var meta, content []byte
+		var enc int16
+		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
 			return err
 		}
-		i := at[id]
-		pieces[i] = append(pieces[i], p)
+		t, err := storeutil.DecodeContent(content, int(enc), meta)
+		if err != nil {
+			return fmt.Errorf("trace %s: %w", id, err)
+		}
+		ts[at[id]].Hits = search.Hits(search.Index(t).Pieces, words)
 	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for i := range ts {
-		ts[i].Hits = search.Hits(pieces[i], words)
-	}
-	return nil
+	return rows.Err()
 }
 
 // SearchIndexStats counts the index's texts and pieces and the bytes its
@@ -300,9 +311,9 @@ func (s *Store) SearchIndexStats(ctx context.Context) (store.SearchIndexStats, e
 	if err := s.ix.WaitFor(ctx, ""); err != nil {
 		return st, fail(ctx, err, "search index stats")
 	}
-	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM search_texts), (SELECT count(*) FROM search_pieces),
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM search_texts), (SELECT coalesce(sum(cardinality(texts)), 0) FROM search_traces),
 		(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
-		WHERE c.relkind = 'r' AND c.relname IN ('search_texts', 'search_pieces', 'search_facets', 'search_meta')
+		WHERE c.relkind = 'r' AND c.relname IN ('search_texts', 'search_traces', 'search_facets', 'search_meta')
 		AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()))`).Scan(&st.Texts, &st.Pieces, &st.Bytes)
 	if err != nil {
 		return st, fail(ctx, err, "search index stats")
@@ -352,7 +363,7 @@ func (s *Store) noteIndexed(pieces int64) {
 	}
 	go func() {
 		defer a.wg.Done()
-		if _, err := s.pool.Exec(ctx, `ANALYZE search_texts, search_pieces, search_facets, search_meta`); err != nil {
+		if _, err := s.pool.Exec(ctx, `ANALYZE search_texts, search_traces, search_facets, search_meta`); err != nil {
 			slog.Warn("postgres: analyze of the search index", "err", err)
 		}
 		a.mu.Lock()
