@@ -195,7 +195,24 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 		}
 		plan.PolicyIDs = storeutil.PolicyIDs(ps)
 	}
+	plan.Sets = map[string]search.Leaf{}
 	for _, l := range q.Leaves(dialect{}) {
+		// A word's texts are looked up first: a GIN overlap with the ids
+		// of a few is quick, one with thousands reads every posting
+		// before a LIMIT can stop it (11 s at 100,000 traces). A word in
+		// more texts than manyTexts is common: tested trace by trace.
+		if l.Word != "" {
+			texts, err := s.textsHolding(ctx, l.Word, manyTexts)
+			if err != nil {
+				return res, fail(ctx, err, "search dataset %s", datasetID)
+			}
+			if texts == nil {
+				plan.Common[l.Key] = true
+				continue
+			}
+			l.Set, l.Args = "SELECT trace_id FROM search_traces WHERE texts && ?::bigint[]", []any{texts}
+			plan.Sets[l.Key] = l
+		}
 		n, err := s.countIndexed(ctx, search.Numbered(`SELECT count(*) FROM (`+l.Set+` LIMIT ?) c`), append(l.Args, storeutil.CommonBound(opts)))
 		if err != nil {
 			return res, fail(ctx, err, "search dataset %s", datasetID)
@@ -266,6 +283,32 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	}
 	res.Total, res.Estimate = storeutil.SearchTotal(c, total.N, ds.TraceCount, countCap)
 	return res, nil
+}
+
+// manyTexts is the most texts holding a word that a query lists: past it,
+// the word is common.
+const manyTexts = 256
+
+// textsHolding returns the ids of the texts that hold word, or nil when
+// there are more than max.
+func (s *Store) textsHolding(ctx context.Context, word string, max int) ([]int64, error) {
+	tx, err := s.serial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	rows, err := tx.Query(ctx, `SELECT id FROM search_texts WHERE text LIKE $1 LIMIT $2`, custom([]any{search.LikePattern(word), max + 1})...)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(ids) > max {
+		return nil, err
+	}
+	if ids == nil {
+		ids = []int64{}
+	}
+	return ids, nil
 }
 
 // countParts is how many parts, counted side by side, a count that scans
