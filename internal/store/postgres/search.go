@@ -83,7 +83,7 @@ func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.I
 		id, d := uuidOf(ids[i]), dh.Doc
 		// Each text of the trace once, in order of first occurrence.
 		clear(seen)
-		var held []int64
+		held := []int64{} // not NULL: a trace may hold no text
 		for k := range d.Pieces {
 			if t := textIDs[dh.Hashes[k]]; !seen[t] {
 				seen[t] = true

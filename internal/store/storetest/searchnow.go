@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -59,6 +60,12 @@ func testSearchRightAfterWrite(t *testing.T, open func(t *testing.T) store.Store
 			t.Fatalf("search %q: %v", src, err)
 		}
 		return len(res.Traces)
+	}
+	// A trace with no text to index (no events) is indexed too, and found
+	// by its metadata.
+	e.add(u.ID, d.ID, store.NewTrace{Trace: &trace.Trace{Metadata: json.RawMessage(`{"empty": "zqempty"}`)}})
+	if n := find("meta:empty=zqempty"); n != 1 {
+		t.Fatalf("a trace without events: a search right after its push finds %d traces, want 1", n)
 	}
 	for i := range 15 {
 		word := fmt.Sprintf("zqnow%04dx", i)
