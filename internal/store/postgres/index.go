@@ -126,7 +126,16 @@ func (st *indexStep) Queued(ctx context.Context, n int, datasetID string) ([]ind
 }
 
 func (st *indexStep) Traces(ctx context.Context, ids []string, fn func(id string, t *trace.Trace, bad error)) error {
-	rows, err := st.tx.Query(ctx, `SELECT id::text, metadata, encoding, content FROM traces WHERE id = ANY($1::uuid[])`, ids)
+	return storedTraces(ctx, st.tx, ids, fn)
+}
+
+// storedTraces calls fn with each stored trace of ids, decoded (those gone
+// are not given; a trace that does not decode comes with its error), read
+// on the pool or in a transaction.
+func storedTraces(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, ids []string, fn func(id string, t *trace.Trace, bad error)) error {
+	rows, err := q.Query(ctx, `SELECT id::text, metadata, encoding, content FROM traces WHERE id = ANY($1::uuid[])`, ids)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
+	"github.com/lookout-dev/lookout/internal/trace"
 )
 
 // dialect is PostgreSQL's side of search.Dialect: pg_trgm answers LIKE
@@ -326,25 +328,15 @@ func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) 
 	for i := range ts {
 		at[ts[i].ID], ids[i] = i, ts[i].ID
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id::text, metadata, encoding, content FROM traces WHERE id = ANY($1::uuid[])`, ids)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var meta, content []byte
-		var enc int16
-		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
-			return err
-		}
-		t, err := storeutil.DecodeContent(content, int(enc), meta)
+	var bad error
+	err := storedTraces(ctx, s.pool, ids, func(id string, t *trace.Trace, err error) {
 		if err != nil {
-			return fmt.Errorf("trace %s: %w", id, err)
+			bad = cmp.Or(bad, fmt.Errorf("trace %s: %w", id, err))
+			return
 		}
 		ts[at[id]].Hits = search.Hits(search.Index(t).Pieces, words)
-	}
-	return rows.Err()
+	})
+	return cmp.Or(err, bad)
 }
 
 // SearchIndexStats counts the index's texts and pieces and the bytes its

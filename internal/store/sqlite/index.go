@@ -257,8 +257,14 @@ func (st *indexStep) Queued(ctx context.Context, n int, datasetID string) ([]ind
 }
 
 func (st *indexStep) Traces(ctx context.Context, ids []string, fn func(id string, t *trace.Trace, bad error)) error {
+	return st.s.storedTraces(ctx, ids, fn)
+}
+
+// storedTraces calls fn with each stored trace of ids, decoded (those gone
+// are not given; a trace that does not decode comes with its error).
+func (s *Store) storedTraces(ctx context.Context, ids []string, fn func(id string, t *trace.Trace, bad error)) error {
 	list, _ := json.Marshal(ids)
-	rows, err := st.s.r.QueryContext(ctx, `SELECT id, metadata, encoding, content FROM traces WHERE id IN (SELECT value FROM json_each(?))`, string(list))
+	rows, err := s.r.QueryContext(ctx, `SELECT id, metadata, encoding, content FROM traces WHERE id IN (SELECT value FROM json_each(?))`, string(list))
 	return eachRow(rows, err, func(rows *sql.Rows) error {
 		var id string
 		var meta, content []byte

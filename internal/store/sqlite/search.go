@@ -1,9 +1,9 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,6 +13,7 @@ import (
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
+	"github.com/lookout-dev/lookout/internal/trace"
 )
 
 // dialect is SQLite's side of search.Dialect: FTS5 trigram lookups by GLOB
@@ -429,22 +430,15 @@ func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) 
 	for i := range ts {
 		at[ts[i].ID], ids[i] = i, ts[i].ID
 	}
-	list, _ := json.Marshal(ids)
-	rows, err := s.r.QueryContext(ctx, `SELECT id, metadata, encoding, content FROM traces WHERE id IN (SELECT value FROM json_each(?))`, string(list))
-	return eachRow(rows, err, func(rows *sql.Rows) error {
-		var id string
-		var meta, content []byte
-		var enc int
-		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
-			return err
-		}
-		t, err := storeutil.DecodeContent(content, enc, meta)
+	var bad error
+	err := s.storedTraces(ctx, ids, func(id string, t *trace.Trace, err error) {
 		if err != nil {
-			return fmt.Errorf("trace %s: %w", id, err)
+			bad = cmp.Or(bad, fmt.Errorf("trace %s: %w", id, err))
+			return
 		}
 		ts[at[id]].Hits = search.Hits(search.Index(t).Pieces, words)
-		return nil
 	})
+	return cmp.Or(err, bad)
 }
 
 // Reindex rebuilds the search index from the stored traces: it queues
