@@ -53,7 +53,11 @@ func (t lookoutTarget) start(ctx context.Context, b *bench, name string) (server
 		})
 		s.dbPID = pg.pid
 	}
-	c, addr, err := startChild("lookout serve", exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--quiet"),
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--quiet"}
+	if b.profiles != "" {
+		args = append(args, "--cpuprofile", filepath.Join(b.profiles, name+".pprof"))
+	}
+	c, addr, err := startChild("lookout serve", exec.Command(bin, args...),
 		func(line string) string { return afterPrefix(line, "lookout: serving ") })
 	if err != nil {
 		s.stop()

@@ -87,6 +87,7 @@ func main() {
 	cacheDir := flag.String("cache", "", "where the Jaeger binary is built and kept (default: the user's cache directory/lookout-bench)")
 	jaegerBin := flag.String("jaeger", "", "a Jaeger "+jaegerVersion+" binary to use instead of building one")
 	lookoutBin := flag.String("lookout", "", "a lookout binary to use instead of building this checkout's")
+	cpuProfiles := flag.String("cpuprofile", "", "directory where each Lookout server writes its CPU profile (<target>-<round>.pprof)")
 	drainMax := flag.Duration("drain-timeout", 15*time.Minute, "longest wait, after the load, for everything to be stored")
 	flag.Parse()
 	if *floor {
@@ -112,7 +113,7 @@ func main() {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	b := &bench{cache: *cacheDir, jaegerBin: *jaegerBin, lookoutBin: *lookoutBin, pgURL: *pgURL}
+	b := &bench{cache: *cacheDir, jaegerBin: *jaegerBin, lookoutBin: *lookoutBin, pgURL: *pgURL, profiles: *cpuProfiles}
 	defer b.close()
 	err := b.run(ctx, names, *rounds, *clients, *duration, *drainMax)
 	if err != nil {
@@ -124,6 +125,7 @@ func main() {
 // bench holds what the rounds share, made on first use.
 type bench struct {
 	cache, jaegerBin, lookoutBin, pgURL string
+	profiles                            string // directory of Lookout's CPU profiles, if set
 	tmp                                 string
 	pg                                  *pgServer
 	results                             []result

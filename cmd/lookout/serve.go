@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -24,6 +25,7 @@ func newServeCmd() *cobra.Command {
 	var gw server.GatewayConfig
 	var quiet bool
 	var evalConc int
+	var cpuProfile string
 	var df detectorFlags
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:8000] [--db PATH|postgres://...] [--max-body 64MiB]",
@@ -60,6 +62,13 @@ policy the server checks; --llm-url is the judge of llm criteria.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			stderr := cmd.ErrOrStderr()
+			if cpuProfile != "" {
+				stopProfile, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer stopProfile()
+			}
 			st, err := openStore(ctx, db)
 			if err != nil {
 				return fmt.Errorf("opening database %s: %w", redactDB(db), err)
@@ -152,6 +161,24 @@ policy the server checks; --llm-url is the judge of llm criteria.`,
 	cmd.Flags().IntVar(&evalConc, "eval-concurrency", 4, "traces an evaluation run grades at once")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "log warnings and errors only, not every request")
 	df.add(cmd)
+	// For benchmarks (bench/peers -cpuprofile): the profile is written when the server stops.
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server's run to this file")
+	cmd.Flags().MarkHidden("cpuprofile")
 	cmd.Flags().StringVar(&otlpGRPC, "otlp-grpc", "", "also receive OpenTelemetry traces over OTLP/gRPC on this address (such as 127.0.0.1:4317; off by default)")
 	return cmd
+}
+
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
