@@ -33,7 +33,7 @@ func IndexPath(path string) string { return path + "-search" }
 // indexSchema is the version of the statements below; with
 // search.IndexVersion it is kept in search_state, and an index of another
 // version is dropped and rebuilt.
-const indexSchema = 2
+const indexSchema = 3
 
 var indexTables = []string{
 	// Each distinct text once (agents repeat system prompts, tool names and
@@ -41,7 +41,8 @@ var indexTables = []string{
 	// hash: the first 16 bytes of the text's SHA-256. The text is
 	// lower-cased (code point offsets stay those of the original), and
 	// FTS5's trigram tokenizer makes any substring of 3 or more characters
-	// an index lookup.
+	// an index lookup. New texts enter search_fts in one statement
+	// (insertDocs), not by a trigger, for the reason given there.
 	`CREATE TABLE search_texts (
 		id   INTEGER PRIMARY KEY,
 		hash BLOB NOT NULL UNIQUE,
@@ -51,9 +52,6 @@ var indexTables = []string{
 		text, content = 'search_texts', content_rowid = 'id',
 		tokenize = 'trigram case_sensitive 1', detail = 'none'
 	)`,
-	`CREATE TRIGGER search_texts_insert AFTER INSERT ON search_texts BEGIN
-		INSERT INTO search_fts (rowid, text) VALUES (new.id, new.text);
-	END`,
 	`CREATE TRIGGER search_texts_delete AFTER DELETE ON search_texts BEGIN
 		INSERT INTO search_fts (search_fts, rowid, text) VALUES ('delete', old.id, old.text);
 	END`,

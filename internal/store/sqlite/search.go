@@ -43,8 +43,19 @@ func globPattern(s string) string {
 // insertDocs writes the index rows of traces that have none, many rows per
 // statement, and returns the ids of the texts they hold; a text the index
 // already holds is referred to, not written again.
+//
+// FTS5 writes what it holds in memory to a new segment at every statement
+// savepoint of the transaction, and SQLite opens one for most statements
+// that write (any multi-row insert), whatever table they write: rows given
+// to FTS5 in many statements make many small segments, whose merging was
+// most of the indexer's time. So the two FTS5 tables get their rows last,
+// in one statement each: a segment each per batch.
 func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.IndexDoc) ([]int64, error) {
 	texts := storeutil.DistinctTexts(docs)
+	var lastText int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM search_texts`).Scan(&lastText); err != nil {
+		return nil, err
+	}
 	textIDs, err := textIDs(ctx, tx, texts)
 	if err != nil {
 		return nil, err
@@ -58,15 +69,15 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 		return nil, err
 	}
 	traces := batcher{tx: tx, head: "INSERT INTO search_traces (docid, trace_id, texts) VALUES ", cols: 3}
-	postings := batcher{tx: tx, head: "INSERT INTO search_docs (rowid, texts) VALUES ", cols: 2}
 	facets := batcher{tx: tx, head: "INSERT OR IGNORE INTO search_facets (trace_id, facet) VALUES ", cols: 2}
 	meta := batcher{tx: tx, head: "INSERT INTO search_meta (trace_id, key, text, num) VALUES ", cols: 4}
 	defer traces.close()
-	defer postings.close()
 	defer facets.close()
 	defer meta.close()
 	seen := map[int64]bool{}
 	var list, tokens []byte
+	// The postings of every document: a JSON array of docid and tokens pairs.
+	postings := []byte{'['}
 	for i, dh := range docs {
 		id, d := ids[i], dh.Doc
 		// Each text of the trace once, in order of first occurrence.
@@ -89,9 +100,11 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 		if err := traces.add(ctx, docid, id, string(list)); err != nil {
 			return nil, err
 		}
-		if err := postings.add(ctx, docid, string(tokens)); err != nil {
-			return nil, err
+		if len(postings) > 1 {
+			postings = append(postings, ',')
 		}
+		postings = strconv.AppendInt(append(postings, '['), docid, 10)
+		postings = append(append(append(postings, `,"`...), tokens...), `"]`...)
 		for _, f := range d.Facets {
 			if err := facets.add(ctx, id, f); err != nil {
 				return nil, err
@@ -107,7 +120,16 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 			}
 		}
 	}
-	return used, errors.Join(traces.flush(ctx), postings.flush(ctx), facets.flush(ctx), meta.flush(ctx))
+	if err := errors.Join(traces.flush(ctx), facets.flush(ctx), meta.flush(ctx)); err != nil {
+		return nil, err
+	}
+	// New texts have ids above the largest one before (rowids grow).
+	if _, err := tx.ExecContext(ctx, `INSERT INTO search_fts (rowid, text) SELECT id, text FROM search_texts WHERE id > ?`, lastText); err != nil {
+		return nil, err
+	}
+	postings = append(postings, ']')
+	_, err = tx.ExecContext(ctx, `INSERT INTO search_docs (rowid, texts) SELECT value ->> 0, value ->> 1 FROM json_each(?)`, string(postings))
+	return used, err
 }
 
 // appendTextToken appends the token of text id t in search_docs: "t" and

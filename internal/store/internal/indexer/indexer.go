@@ -19,6 +19,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -92,6 +93,54 @@ type Indexer struct {
 	mu      sync.Mutex
 	rate    float64 // traces a second, while busy (moving average)
 	lastErr error
+
+	doneRows *doneRows
+}
+
+// doneRows are the queue rows whose documents a step of this process has
+// written (or is about to commit) but whose removal from the queue is not
+// yet done. In SQLite the two are commits to two files: a step that takes
+// the index's lock between them would read those rows still queued and
+// index them again (a search's WaitFor beside the loop did so for half of
+// all batches). Another process may still do that; it costs time, not
+// exactness.
+type doneRows struct {
+	mu   sync.Mutex
+	seqs map[int64]struct{}
+}
+
+func (d *doneRows) len() int {
+	if d == nil {
+		return 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.seqs)
+}
+
+// without returns entries less the done ones, at most n.
+func (d *doneRows) without(entries []Entry, n int) []Entry {
+	if d != nil {
+		d.mu.Lock()
+		entries = slices.DeleteFunc(entries, func(e Entry) bool { _, ok := d.seqs[e.Seq]; return ok })
+		d.mu.Unlock()
+	}
+	return entries[:min(len(entries), n)]
+}
+
+func (d *doneRows) add(entries []Entry, done bool) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, e := range entries {
+		if done {
+			d.seqs[e.Seq] = struct{}{}
+		} else {
+			delete(d.seqs, e.Seq)
+		}
+	}
 }
 
 // OffEnv names the environment variable that, set to "off", keeps this
@@ -104,7 +153,8 @@ const OffEnv = "LOOKOUT_INDEXER"
 // Start starts the indexer's loop; Stop ends it.
 func Start(b Backend, name string) *Indexer {
 	ctx, cancel := context.WithCancel(context.Background())
-	ix := &Indexer{b: b, name: name, kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	ix := &Indexer{b: b, name: name, kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
+		doneRows: &doneRows{seqs: map[int64]struct{}{}}}
 	if os.Getenv(OffEnv) == "off" {
 		slog.Warn(name + ": the search indexer is off (" + OffEnv + "=off): traces stay queued, and searches index their own dataset first")
 		close(ix.done)
@@ -138,7 +188,7 @@ func (ix *Indexer) loop(ctx context.Context) {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		start := time.Now()
-		n, err := RunStep(ctx, ix.b, "")
+		n, err := runStep(ctx, ix.b, "", ix.doneRows)
 		ix.mu.Lock()
 		// The rate is that of full batches only: a partial one means the
 		// indexer keeps up, and its fixed cost a step would make the rate
@@ -185,11 +235,15 @@ func (ix *Indexer) loop(ctx context.Context) {
 // whose content cannot be decoded loses its document (and is logged)
 // rather than stopping the queue.
 func RunStep(ctx context.Context, b Backend, datasetID string) (int, error) {
+	return runStep(ctx, b, datasetID, nil)
+}
+
+func runStep(ctx context.Context, b Backend, datasetID string, done *doneRows) (int, error) {
 	st, err := b.Begin(ctx)
 	if err != nil {
 		return 0, err
 	}
-	n, err := runStep(ctx, st, datasetID)
+	n, err := stepIn(ctx, st, datasetID, done)
 	if err != nil {
 		st.Rollback()
 		return 0, err
@@ -197,8 +251,11 @@ func RunStep(ctx context.Context, b Backend, datasetID string) (int, error) {
 	return n, nil
 }
 
-func runStep(ctx context.Context, st Step, datasetID string) (int, error) {
-	entries, err := st.Queued(ctx, BatchSize, datasetID)
+func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows) (int, error) {
+	entries, err := st.Queued(ctx, BatchSize+done.len(), datasetID)
+	if err == nil {
+		entries = done.without(entries, BatchSize)
+	}
 	if err != nil || len(entries) == 0 {
 		if err == nil {
 			st.Rollback()
@@ -233,6 +290,9 @@ func runStep(ctx context.Context, st Step, datasetID string) (int, error) {
 	if err := st.Write(ctx, docs); err != nil {
 		return 0, err
 	}
+	// Noted before the commit, which lets the next step in.
+	done.add(entries, true)
+	defer done.add(entries, false)
 	if err := st.Commit(ctx, entries); err != nil {
 		return 0, err
 	}
@@ -269,7 +329,7 @@ func (ix *Indexer) WaitFor(ctx context.Context, datasetID string) error {
 	last := bs.Last
 	for {
 		// A step of none: another indexer took the rows meanwhile.
-		if _, err := RunStep(ctx, ix.b, datasetID); err != nil {
+		if _, err := runStep(ctx, ix.b, datasetID, ix.doneRows); err != nil {
 			return err
 		}
 		bs, err = ix.b.Bounds(ctx, datasetID, false)
