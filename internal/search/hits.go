@@ -11,7 +11,8 @@ func sortStrings(s []string) { sort.Strings(s) }
 
 // Hits returns where the words occur in the pieces: for each piece in
 // order, each non-overlapping occurrence of each word from left to right,
-// as the piece's address with a code point range ("messages.3.content:12-17"),
+// as the piece's address with a code point range ("messages.3.content:12-17",
+// counted from the start of the string at the address: a piece's At on),
 // sorted by piece, then start, then end. Pieces and words are lower-cased.
 func Hits(pieces []Piece, words []string) []string {
 	var out []string
@@ -33,7 +34,7 @@ func Hits(pieces []Piece, words []string) []string {
 				k += from
 				cp += utf8.RuneCountInString(p.Text[at:k])
 				n := utf8.RuneCountInString(w)
-				hs = append(hs, hit{cp, cp + n})
+				hs = append(hs, hit{p.At + cp, p.At + cp + n})
 				cp += n
 				at = k + len(w)
 				from = at

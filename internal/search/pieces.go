@@ -16,14 +16,17 @@ import (
 
 // IndexVersion names the shape of what Index returns. A store whose index
 // was built with another version rebuilds it (lookout reindex).
-const IndexVersion = 1
+const IndexVersion = 2
 
 // Piece is one searchable string of a trace: Text is the string
 // lower-cased rune by rune (so code point offsets in it are offsets in the
-// original), at Address.
+// original), at Address; or, for a span's string that holds JSON text,
+// one of the strings in it as written there (escapes and all), At code
+// points into the string at Address.
 type Piece struct {
 	Address string
 	Text    string
+	At      int
 }
 
 // MetaValue is one scalar of a trace's metadata: Key is its path (object
@@ -162,15 +165,80 @@ func (b *docBuilder) events(events []trace.Event, first int) {
 	}
 }
 
+// spans indexes the spans' strings. A string of a span that holds a JSON
+// object or array (OpenTelemetry's gen_ai.input.messages, a tool's result,
+// an instrumentation's input.value) is searched by the strings inside it,
+// not by its JSON syntax: its messages are the trace's events already, so
+// those strings are texts the index holds, where the whole JSON, unique to
+// the span by its ids and the history agents resend on every call, was
+// most of the text indexed from an agent's spans (the trigram index's
+// cost grows with it).
 func (b *docBuilder) spans(spans []trace.Span) {
 	for i := range spans {
 		s := &spans[i]
 		b.facet("kind", s.Kind)
 		b.add(trace.SpanAddress(s.ID, "name"), s.Name)
-		walkStrings(s.Attributes, trace.SpanAddress(s.ID, "attributes"), b.add)
-		walkStrings(s.Inputs, trace.SpanAddress(s.ID, "inputs"), b.add)
-		walkStrings(s.Outputs, trace.SpanAddress(s.ID, "outputs"), b.add)
-		walkStrings(s.Value, trace.SpanAddress(s.ID, "value"), b.add)
+		walkStrings(s.Attributes, trace.SpanAddress(s.ID, "attributes"), b.addSpanString)
+		walkStrings(s.Inputs, trace.SpanAddress(s.ID, "inputs"), b.addSpanString)
+		walkStrings(s.Outputs, trace.SpanAddress(s.ID, "outputs"), b.addSpanString)
+		walkStrings(s.Value, trace.SpanAddress(s.ID, "value"), b.addSpanString)
+	}
+}
+
+func (b *docBuilder) addSpanString(a trace.Address, s string) {
+	if !isJSONText(s) {
+		b.add(a, s)
+		return
+	}
+	addr := ""
+	JSONTextStrings(s, func(raw string, at int) {
+		if addr == "" {
+			addr = a.String()
+		}
+		b.d.Pieces = append(b.d.Pieces, Piece{Address: addr, Text: Lower(raw), At: at})
+	})
+}
+
+// isJSONText reports whether s is a JSON object or array, whole.
+func isJSONText(s string) bool {
+	i := 0
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	if i == len(s) || s[i] != '{' && s[i] != '[' {
+		return false
+	}
+	sc := jsonscan.New(unsafe.Slice(unsafe.StringData(s), len(s)))
+	return sc.Skip() == nil && sc.End() == nil
+}
+
+// JSONTextStrings calls fn with each string value (not object key) of the
+// JSON text s, which must be well-formed, as written between its quotes,
+// and the code point offset in s where it starts; empty ones are left out.
+func JSONTextStrings(s string, fn func(raw string, at int)) {
+	cp, counted := 0, 0 // code points in s[:counted]
+	for i := 0; i < len(s); i++ {
+		if s[i] != '"' {
+			continue
+		}
+		j := i + 1
+		for j < len(s) && s[j] != '"' {
+			if s[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		// A key is followed by a colon.
+		k := j + 1
+		for k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\n' || s[k] == '\r') {
+			k++
+		}
+		if j > i+1 && (k == len(s) || s[k] != ':') {
+			cp += utf8.RuneCountInString(s[counted : i+1])
+			counted = i + 1
+			fn(s[i+1:j], cp)
+		}
+		i = j
 	}
 }
 

@@ -3,6 +3,7 @@ package search
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -82,4 +83,46 @@ func FuzzLower(f *testing.F) {
 			t.Fatalf("Lower(%q) = %q: %d code points, want %d", s, got, utf8.RuneCountInString(got), utf8.RuneCountInString(s))
 		}
 	})
+}
+
+// A span's string that holds JSON is searched by its string values as
+// written, each at its code point offset: keys, syntax, numbers and empty
+// strings are not pieces; a string that is not one JSON object or array
+// whole stays one piece.
+func TestSpanJSONText(t *testing.T) {
+	attrs := map[string]string{
+		"gen_ai.input.messages": `[{"role": "user", "parts": [{"type": "text", "content": "Où est \"Zoë\"?\n"}], "n": 3, "e": ""}]`,
+		"plain":                 `just text`,
+		"not.json":              `[1, 2`,
+		"json.after.space":      ` {"k":"V"}`,
+	}
+	raw, _ := json.Marshal(attrs)
+	d := Index(&trace.Trace{Spans: []trace.Span{{ID: "s1", Attributes: raw}}})
+	var got []string
+	for _, p := range d.Pieces {
+		got = append(got, p.Address+"@"+strconv.Itoa(p.At)+"="+p.Text)
+	}
+	msgs := attrs["gen_ai.input.messages"]
+	at := func(s string) string { return strconv.Itoa(utf8.RuneCountInString(msgs[:strings.Index(msgs, s)])) }
+	addr := func(key string) string { return trace.SpanAddress("s1", "attributes", key).String() }
+	want := []string{
+		addr("gen_ai.input.messages") + "@" + at(`user`) + "=user",
+		addr("gen_ai.input.messages") + "@" + at(`text"`) + "=text",
+		addr("gen_ai.input.messages") + "@" + at(`Où`) + `=où est \"zoë\"?\n`,
+		addr("json.after.space") + "@7=v",
+		addr("not.json") + "@0=[1, 2",
+		addr("plain") + "@0=just text",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("pieces:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Hits count from the start of the attribute's string.
+	h := Hits(d.Pieces, []string{"zoë"})
+	start := utf8.RuneCountInString(msgs[:strings.Index(msgs, "Zoë")])
+	if w := addr("gen_ai.input.messages") + ":" + strconv.Itoa(start) + "-" + strconv.Itoa(start+3); !slices.Equal(h, []string{w}) {
+		t.Errorf("hits %q, want %q", h, w)
+	}
+	if h := Hits(d.Pieces, []string{`"role"`}); h != nil {
+		t.Errorf("JSON syntax found: %q", h)
+	}
 }

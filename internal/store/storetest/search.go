@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
@@ -213,7 +215,7 @@ type bruteTrace struct {
 	index int64
 	id    string
 	doc   search.Doc
-	orig  map[string]string // address -> the original string
+	orig  []string // each piece's original string
 	props search.Props
 }
 
@@ -234,8 +236,8 @@ func (e *env) bruteForce(d store.Dataset, ids []string) *bruteForce {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		bt := bruteTrace{index: st.Index, id: id, orig: map[string]string{}}
-		bt.doc, err = canonicalDoc(canon, bt.orig)
+		bt := bruteTrace{index: st.Index, id: id}
+		bt.doc, err = canonicalDoc(canon, &bt.orig)
 		if err != nil {
 			e.t.Fatalf("trace %s: %v", id, err)
 		}
@@ -272,8 +274,8 @@ func (bf *bruteForce) run(q *search.Query) []found {
 			continue
 		}
 		var hits []string
-		for _, p := range bt.doc.Pieces {
-			hits = append(hits, naiveHits(p.Address, bt.orig[p.Address], words)...)
+		for i, p := range bt.doc.Pieces {
+			hits = append(hits, naiveHits(p.Address, p.At, bt.orig[i], words)...)
 		}
 		sort.Strings(hits)
 		if hits == nil {
@@ -285,8 +287,9 @@ func (bf *bruteForce) run(q *search.Query) []found {
 }
 
 // naiveHits finds the words in s rune by rune, folding case per rune: each
-// word's non-overlapping occurrences from the left, deduplicated.
-func naiveHits(addr, s string, words []string) []string {
+// word's non-overlapping occurrences from the left, deduplicated, at code
+// points from at on.
+func naiveHits(addr string, at int, s string, words []string) []string {
 	rs := []rune(s)
 	for i, r := range rs {
 		rs[i] = unicode.ToLower(r)
@@ -297,7 +300,7 @@ func naiveHits(addr, s string, words []string) []string {
 		wr := []rune(w)
 		for i := 0; i+len(wr) <= len(rs) && len(wr) > 0; {
 			if string(rs[i:i+len(wr)]) == w {
-				h := addr + ":" + strconv.Itoa(i) + "-" + strconv.Itoa(i+len(wr))
+				h := addr + ":" + strconv.Itoa(at+i) + "-" + strconv.Itoa(at+i+len(wr))
 				if !seen[h] {
 					seen[h] = true
 					out = append(out, h)
@@ -311,12 +314,18 @@ func naiveHits(addr, s string, words []string) []string {
 	return out
 }
 
+// jsonStringToken is a string token of JSON text; group 2 is set when it
+// is an object key.
+var jsonStringToken = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"(\s*:)?`)
+
 // canonicalDoc reads the searchable strings of a trace from its canonical
 // JSON: event content (each text part), tool call names and the strings in
 // their arguments (the arguments when they are a string), span names and
-// the strings in attributes, inputs, outputs and value; facets from roles,
-// tool names and span kinds; metadata scalars by dotted path.
-func canonicalDoc(canon []byte, orig map[string]string) (search.Doc, error) {
+// the strings in attributes, inputs, outputs and value (a span's string
+// holding a JSON object or array: the string values written in it);
+// facets from roles, tool names and span kinds; metadata scalars by dotted
+// path.
+func canonicalDoc(canon []byte, orig *[]string) (search.Doc, error) {
 	var doc struct {
 		Metadata json.RawMessage `json:"metadata"`
 		Events   []struct {
@@ -353,14 +362,25 @@ func canonicalDoc(canon []byte, orig map[string]string) (search.Doc, error) {
 	}
 	piece := func(a trace.Address, s string) {
 		if s != "" {
-			orig[a.String()] = s
+			*orig = append(*orig, s)
 			d.Pieces = append(d.Pieces, search.Piece{Address: a.String(), Text: strings.ToLower(s)})
 		}
 	}
+	inSpan := false
 	var leaves func(v any, a trace.Address)
 	leaves = func(v any, a trace.Address) {
 		switch v := v.(type) {
 		case string:
+			if t := strings.TrimLeft(v, " \t\r\n"); inSpan && (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && json.Valid([]byte(v)) {
+				for _, m := range jsonStringToken.FindAllStringSubmatchIndex(v, -1) {
+					if m[4] >= 0 || m[3] == m[2] { // a key, or empty
+						continue
+					}
+					*orig = append(*orig, v[m[2]:m[3]])
+					d.Pieces = append(d.Pieces, search.Piece{Address: a.String(), Text: strings.ToLower(v[m[2]:m[3]]), At: utf8.RuneCountInString(v[:m[2]])})
+				}
+				return
+			}
 			piece(a, v)
 		case []any:
 			for i, x := range v {
@@ -405,6 +425,7 @@ func canonicalDoc(canon []byte, orig map[string]string) (search.Doc, error) {
 			leaves(decode(tc.Function.Arguments), trace.EventAddress(i, "tool_calls", strconv.Itoa(j), "function", "arguments"))
 		}
 	}
+	inSpan = true
 	for _, sp := range doc.Spans {
 		facet("kind:" + sp.Kind)
 		piece(trace.SpanAddress(sp.ID, "name"), sp.Name)
