@@ -408,9 +408,10 @@ func TestSpanBuilderLater(t *testing.T) {
 			}
 			return len(tr.Trace.Spans)
 		}
-		// Never quiet, stale after 1 s: a build of these small traces takes
-		// far less than a quarter of it, and leaves none for later.
-		const stale = time.Second
+		// Never quiet, stale after 3 s: a build of these small traces takes
+		// far less than half of it (a loaded machine's PostgreSQL took more
+		// than half of 1 s), and leaves none for later.
+		const stale = 3 * time.Second
 		b := newSpanBuilder(st, time.Hour, stale, slog.New(slog.DiscardHandler), func(...string) {})
 		buildNow := func() {
 			t.Helper()
