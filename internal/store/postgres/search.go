@@ -52,8 +52,16 @@ func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.I
 			hs = append(hs, h[:])
 			ts = append(ts, t)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO search_texts (hash, text) SELECT * FROM unnest($1::bytea[], $2::text[]) ON CONFLICT (hash) DO NOTHING`, hs, ts); err != nil {
+		res, err := tx.Exec(ctx, `INSERT INTO search_texts (hash, text) SELECT * FROM unnest($1::bytea[], $2::text[]) ON CONFLICT (hash) DO NOTHING`, hs, ts)
+		if err != nil {
 			return nil, 0, err
+		}
+		// The new texts' trigrams wait in the index's pending list (migration
+		// 00013): merged now, in bulk.
+		if res.RowsAffected() > 0 {
+			if _, err := tx.Exec(ctx, `SELECT gin_clean_pending_list('search_texts_text'::regclass)`); err != nil {
+				return nil, 0, err
+			}
 		}
 		rows, err := tx.Query(ctx, `SELECT hash, id FROM search_texts WHERE hash = ANY($1::bytea[])`, hs)
 		if err != nil {
