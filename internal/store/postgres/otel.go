@@ -108,14 +108,44 @@ func (t spanTx) NextIndex(ctx context.Context, datasetID string) (spanstore.Rows
 	return t.query(ctx, `SELECT next_index FROM datasets WHERE id = $1 FOR UPDATE`, datasetID)
 }
 
-func (t spanTx) InsertTrace(ctx context.Context, ownerID, datasetID, otelTraceID string, r *storeutil.Row, idx int64, now time.Time) error {
-	if _, err := t.tx.Exec(ctx, `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, r.ID, datasetID, ownerID, idx, r.Name, optText(r.Metadata), optText(r.Hierarchy),
-		r.EventCount, now, r.Encoding, r.Content); err != nil {
-		return fmt.Errorf("trace of OpenTelemetry trace %s: %w", otelTraceID, err)
+func (t spanTx) TracesOf(ctx context.Context, datasetID string, otelTraceIDs []string) (spanstore.Rows, error) {
+	return t.query(ctx, `SELECT otel_trace_id, trace_id::text FROM otel_traces WHERE dataset_id = $1 AND otel_trace_id = ANY($2::text[])`, datasetID, otelTraceIDs)
+}
+
+// InsertTraces inserts the traces and their links in a statement each:
+// columns as arrays unnested into rows.
+func (t spanTx) InsertTraces(ctx context.Context, ownerID, datasetID string, ts []spanstore.NewTrace, now time.Time) error {
+	n := len(ts)
+	ids, otelIDs, names := make([]string, n), make([]string, n), make([]string, n)
+	meta, hier := make([]*string, n), make([]*string, n)
+	idx := make([]int64, n)
+	events, enc := make([]int32, n), make([]int16, n)
+	content := make([][]byte, n)
+	for i, nt := range ts {
+		r := nt.Row
+		ids[i], otelIDs[i], names[i], idx[i] = r.ID, nt.OTelTraceID, r.Name, nt.Index
+		meta[i], hier[i] = optString(r.Metadata), optString(r.Hierarchy)
+		events[i], enc[i], content[i] = int32(r.EventCount), int16(r.Encoding), r.Content
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) VALUES ($1, $2, $3)`, datasetID, otelTraceID, r.ID)
+	if _, err := t.tx.Exec(ctx, `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content)
+		SELECT id, $1, $2, idx, name, metadata, hierarchy, events, $3, enc, content
+		FROM unnest($4::uuid[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::int[], $10::smallint[], $11::bytea[])
+			AS t (id, idx, name, metadata, hierarchy, events, enc, content)`,
+		datasetID, ownerID, now, ids, idx, names, meta, hier, events, enc, content); err != nil {
+		return fmt.Errorf("traces of OpenTelemetry traces: %w", err)
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) SELECT $1, o, id FROM unnest($2::text[], $3::uuid[]) AS t (o, id)`,
+		datasetID, otelIDs, ids)
 	return err
+}
+
+// optString is nil for nil, else b as a string.
+func optString(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
 }
 
 func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Row) error {
@@ -124,27 +154,39 @@ func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Ro
 	return err
 }
 
-// UpsertSpans writes a trace's spans in one statement: arrays of span ids
-// and data unnested into rows.
-func (t spanTx) UpsertSpans(ctx context.Context, traceID string, spans []store.StoredSpan) error {
-	if len(spans) == 0 {
+// UpsertSpans writes the spans in one statement: arrays of trace ids,
+// span ids and data unnested into rows.
+func (t spanTx) UpsertSpans(ctx context.Context, spans []spanstore.TraceSpans) error {
+	var tids, ids []string
+	var data [][]byte
+	for _, ts := range spans {
+		for _, sp := range ts.Spans {
+			tids, ids, data = append(tids, ts.TraceID), append(ids, sp.SpanID), append(data, sp.Data)
+		}
+	}
+	if len(ids) == 0 {
 		return nil
 	}
-	ids := make([]string, len(spans))
-	data := make([][]byte, len(spans))
-	for i, sp := range spans {
-		ids[i], data[i] = sp.SpanID, sp.Data
-	}
 	_, err := t.tx.Exec(ctx, `INSERT INTO otel_spans (trace_id, span_id, data)
-		SELECT $1, s, d FROM unnest($2::text[], $3::bytea[]) AS t (s, d)
-		ON CONFLICT (trace_id, span_id) DO UPDATE SET data = excluded.data`, traceID, ids, data)
+		SELECT tr, s, d FROM unnest($1::uuid[], $2::text[], $3::bytea[]) AS t (tr, s, d)
+		ON CONFLICT (trace_id, span_id) DO UPDATE SET data = excluded.data`, tids, ids, data)
 	return err
 }
 
-func (t spanTx) Mark(ctx context.Context, traceID, datasetID, otelTraceID string, now time.Time, fresh bool) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO otel_pending (trace_id, dataset_id, otel_trace_id, since, touched, seq, fresh) VALUES ($1, $2, $3, $4, $4, 1, $5)
+// Mark takes the marks' rows in the order given (WITH ORDINALITY): the
+// order spanstore locks them in.
+func (t spanTx) Mark(ctx context.Context, datasetID string, marks []spanstore.Mark, now time.Time) error {
+	if len(marks) == 0 {
+		return nil
+	}
+	tids, otelIDs, fresh := make([]string, len(marks)), make([]string, len(marks)), make([]bool, len(marks))
+	for i, m := range marks {
+		tids[i], otelIDs[i], fresh[i] = m.TraceID, m.OTelTraceID, m.Fresh
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO otel_pending (trace_id, dataset_id, otel_trace_id, since, touched, seq, fresh)
+		SELECT tr, $1, o, $2, $2, 1, f FROM unnest($3::uuid[], $4::text[], $5::bool[]) WITH ORDINALITY AS t (tr, o, f, n) ORDER BY n
 		ON CONFLICT (trace_id) DO UPDATE SET touched = excluded.touched, seq = otel_pending.seq + 1`,
-		traceID, datasetID, otelTraceID, now, fresh)
+		datasetID, now, tids, otelIDs, fresh)
 	return err
 }
 

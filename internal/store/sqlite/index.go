@@ -33,7 +33,7 @@ func IndexPath(path string) string { return path + "-search" }
 // indexSchema is the version of the statements below; with
 // search.IndexVersion it is kept in search_state, and an index of another
 // version is dropped and rebuilt.
-const indexSchema = 3
+const indexSchema = 4
 
 var indexTables = []string{
 	// Each distinct text once (agents repeat system prompts, tool names and
@@ -50,7 +50,7 @@ var indexTables = []string{
 	)`,
 	`CREATE VIRTUAL TABLE search_fts USING fts5 (
 		text, content = 'search_texts', content_rowid = 'id',
-		tokenize = 'trigram case_sensitive 1', detail = 'none'
+		tokenize = 'trigram case_sensitive 1', detail = 'none', columnsize = 0
 	)`,
 	`CREATE TRIGGER search_texts_delete AFTER DELETE ON search_texts BEGIN
 		INSERT INTO search_fts (search_fts, rowid, text) VALUES ('delete', old.id, old.text);

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -98,14 +99,33 @@ func (t spanTx) NextIndex(ctx context.Context, datasetID string) (spanstore.Rows
 	return t.query(ctx, `SELECT next_index FROM datasets WHERE id = ?`, datasetID)
 }
 
-func (t spanTx) InsertTrace(ctx context.Context, ownerID, datasetID, otelTraceID string, r *storeutil.Row, idx int64, now time.Time) error {
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, datasetID, ownerID, idx, r.Name, optText(r.Metadata), optText(r.Hierarchy),
-		r.EventCount, micros(now), r.Encoding, r.Content); err != nil {
-		return fmt.Errorf("trace of OpenTelemetry trace %s: %w", otelTraceID, err)
+func (t spanTx) TracesOf(ctx context.Context, datasetID string, otelTraceIDs []string) (spanstore.Rows, error) {
+	list, err := json.Marshal(otelTraceIDs)
+	if err != nil {
+		return nil, err
 	}
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) VALUES (?, ?, ?)`, datasetID, otelTraceID, r.ID)
-	return err
+	return t.query(ctx, `SELECT otel_trace_id, trace_id FROM otel_traces WHERE dataset_id = ? AND otel_trace_id IN (SELECT value FROM json_each(?))`, datasetID, string(list))
+}
+
+func (t spanTx) InsertTraces(ctx context.Context, ownerID, datasetID string, ts []spanstore.NewTrace, now time.Time) error {
+	traces := batcher{tx: t.tx, head: `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content) VALUES `, cols: 11}
+	links := batcher{tx: t.tx, head: `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) VALUES `, cols: 3}
+	defer traces.close()
+	defer links.close()
+	for _, nt := range ts {
+		r := nt.Row
+		if err := traces.add(ctx, r.ID, datasetID, ownerID, nt.Index, r.Name, optText(r.Metadata), optText(r.Hierarchy),
+			r.EventCount, micros(now), r.Encoding, r.Content); err != nil {
+			return fmt.Errorf("traces of OpenTelemetry traces: %w", err)
+		}
+		if err := links.add(ctx, datasetID, nt.OTelTraceID, r.ID); err != nil {
+			return err
+		}
+	}
+	if err := traces.flush(ctx); err != nil {
+		return fmt.Errorf("traces of OpenTelemetry traces: %w", err)
+	}
+	return links.flush(ctx)
 }
 
 func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Row) error {
@@ -114,38 +134,30 @@ func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Ro
 	return err
 }
 
-// spanRows is how many spans go in one INSERT: one statement instead of a
-// round through the driver per span (3 parameters each, far below SQLite's
-// limit of 32,766).
-const spanRows = 256
-
-func (t spanTx) UpsertSpans(ctx context.Context, traceID string, spans []store.StoredSpan) error {
-	for len(spans) > 0 {
-		n := min(len(spans), spanRows)
-		var q strings.Builder
-		q.WriteString(`INSERT INTO otel_spans (trace_id, span_id, data) VALUES `)
-		args := make([]any, 0, 3*n)
-		for i, sp := range spans[:n] {
-			if i > 0 {
-				q.WriteByte(',')
+func (t spanTx) UpsertSpans(ctx context.Context, spans []spanstore.TraceSpans) error {
+	b := batcher{tx: t.tx, head: `INSERT INTO otel_spans (trace_id, span_id, data) VALUES `,
+		tail: ` ON CONFLICT (trace_id, span_id) DO UPDATE SET data = excluded.data`, cols: 3}
+	defer b.close()
+	for _, ts := range spans {
+		for _, sp := range ts.Spans {
+			if err := b.add(ctx, ts.TraceID, sp.SpanID, sp.Data); err != nil {
+				return err
 			}
-			q.WriteString("(?, ?, ?)")
-			args = append(args, traceID, sp.SpanID, sp.Data)
 		}
-		q.WriteString(` ON CONFLICT (trace_id, span_id) DO UPDATE SET data = excluded.data`)
-		if _, err := t.tx.ExecContext(ctx, q.String(), args...); err != nil {
-			return err
-		}
-		spans = spans[n:]
 	}
-	return nil
+	return b.flush(ctx)
 }
 
-func (t spanTx) Mark(ctx context.Context, traceID, datasetID, otelTraceID string, now time.Time, fresh bool) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO otel_pending (trace_id, dataset_id, otel_trace_id, since, touched, seq, fresh) VALUES (?, ?, ?, ?, ?, 1, ?)
-		ON CONFLICT (trace_id) DO UPDATE SET touched = excluded.touched, seq = otel_pending.seq + 1`,
-		traceID, datasetID, otelTraceID, micros(now), micros(now), fresh)
-	return err
+func (t spanTx) Mark(ctx context.Context, datasetID string, marks []spanstore.Mark, now time.Time) error {
+	b := batcher{tx: t.tx, head: `INSERT INTO otel_pending (trace_id, dataset_id, otel_trace_id, since, touched, seq, fresh) VALUES `,
+		tail: ` ON CONFLICT (trace_id) DO UPDATE SET touched = excluded.touched, seq = otel_pending.seq + 1`, cols: 7}
+	defer b.close()
+	for _, m := range marks {
+		if err := b.add(ctx, m.TraceID, datasetID, m.OTelTraceID, micros(now), micros(now), 1, m.Fresh); err != nil {
+			return err
+		}
+	}
+	return b.flush(ctx)
 }
 
 func (t spanTx) Unmark(ctx context.Context, traceID string) error {

@@ -62,17 +62,21 @@ type Tx interface {
 	// that requests into it take turns (the first spans of a trace sent
 	// twice at once make one trace).
 	NextIndex(ctx context.Context, datasetID string) (Rows, error)
-	// InsertTrace stores the row of an OpenTelemetry trace seen for the
-	// first time, with index idx, and links the two.
-	InsertTrace(ctx context.Context, ownerID, datasetID, otelTraceID string, r *storeutil.Row, idx int64, now time.Time) error
+	// TracesOf selects the otel_trace_id and trace_id of those of the
+	// OpenTelemetry traces stored in a dataset.
+	TracesOf(ctx context.Context, datasetID string, otelTraceIDs []string) (Rows, error)
+	// InsertTraces stores the rows of OpenTelemetry traces seen for the
+	// first time, with their indexes, and links each to its trace.
+	InsertTraces(ctx context.Context, ownerID, datasetID string, ts []NewTrace, now time.Time) error
 	// UpdateTrace replaces a stored trace's name, metadata, events and
 	// content with those of r.
 	UpdateTrace(ctx context.Context, traceID string, r *storeutil.Row) error
-	// UpsertSpans writes a trace's spans, replacing those with the same
-	// span ids.
-	UpsertSpans(ctx context.Context, traceID string, spans []store.StoredSpan) error
-	// Mark marks a trace pending, or moves its mark on (touched, seq + 1).
-	Mark(ctx context.Context, traceID, datasetID, otelTraceID string, now time.Time, fresh bool) error
+	// UpsertSpans writes traces' spans, replacing those with the same
+	// span ids (a trace and span id once in all).
+	UpsertSpans(ctx context.Context, spans []TraceSpans) error
+	// Mark marks traces pending, or moves their marks on (touched, seq +
+	// 1), in the order given (a trace once).
+	Mark(ctx context.Context, datasetID string, marks []Mark, now time.Time) error
 	// Unmark clears a trace's pending mark.
 	Unmark(ctx context.Context, traceID string) error
 	// LockMarks selects the trace_id and seq of the marks of those of ids
@@ -84,6 +88,25 @@ type Tx interface {
 	// Pushed records spans pushed into a dataset: its next index, created
 	// traces more, and the time.
 	Pushed(ctx context.Context, datasetID string, next int64, created int, now time.Time) error
+}
+
+// NewTrace is the row of an OpenTelemetry trace seen for the first time.
+type NewTrace struct {
+	OTelTraceID string
+	Row         *storeutil.Row
+	Index       int64
+}
+
+// TraceSpans are spans to write of one trace.
+type TraceSpans struct {
+	TraceID string
+	Spans   []store.StoredSpan
+}
+
+// Mark is a trace to mark pending; Fresh: it was just created.
+type Mark struct {
+	TraceID, OTelTraceID string
+	Fresh                bool
 }
 
 // Traces is store.SpanTraces over a Backend, for a backend's store to
@@ -154,7 +177,7 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 				return err
 			}
 			written = append(written, tid)
-			if err := tx.UpsertSpans(ctx, tid, bt.Write); err != nil {
+			if err := tx.UpsertSpans(ctx, []TraceSpans{{tid, bt.Write}}); err != nil {
 				return err
 			}
 			// Built from all its spans: a mark AcceptSpans left is met.
@@ -181,7 +204,26 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 // time, with the dataset's next index, and returns the index after.
 func insertTrace(ctx context.Context, tx Tx, ownerID, datasetID, otelTraceID string, r *storeutil.Row, next int64, now time.Time) (int64, error) {
 	idx, next := storeutil.AssignIndexes(next, []*int64{r.Given})
-	return next, tx.InsertTrace(ctx, ownerID, datasetID, otelTraceID, r, idx[0], now)
+	return next, tx.InsertTraces(ctx, ownerID, datasetID, []NewTrace{{otelTraceID, r, idx[0]}}, now)
+}
+
+// tracesOf reads the traces stored for OpenTelemetry traces in a dataset,
+// by OpenTelemetry trace id.
+func tracesOf(ctx context.Context, tx Tx, datasetID string, otelIDs []string) (map[string]string, error) {
+	rows, err := tx.TracesOf(ctx, datasetID, otelIDs)
+	if err != nil {
+		return nil, err
+	}
+	known := make(map[string]string, len(otelIDs))
+	for rows.Next() {
+		var otelID, tid string
+		if err := rows.Scan(&otelID, &tid); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		known[otelID] = tid
+	}
+	return known, done(rows)
 }
 
 // readSpanGroups reads, for each group, its stored trace ("" for none) and
@@ -220,44 +262,58 @@ func (t Traces) AcceptSpans(ctx context.Context, ownerID, datasetID string, grou
 		if err != nil {
 			return err
 		}
-		created := 0
-		type mark struct {
-			tid, otelID string
-			fresh       bool
-		}
-		var marks []mark
+		// A statement a kind for the whole request, not one per trace: in
+		// PostgreSQL the dataset's row stays locked for the round trips.
+		otelIDs := make([]string, len(groups))
 		for i, g := range groups {
-			tid, _, err := scanOne[string](tx.TraceOf(ctx, datasetID, g.OTelTraceID))
-			if err != nil {
-				return err
-			}
-			fresh := tid == ""
-			if fresh {
+			otelIDs[i] = g.OTelTraceID
+		}
+		known, err := tracesOf(ctx, tx, datasetID, otelIDs)
+		if err != nil {
+			return err
+		}
+		var fresh []NewTrace
+		var writes []TraceSpans
+		at := map[string]int{} // a trace's place in writes and marks
+		var marks []Mark
+		for i, g := range groups {
+			tid, ok := known[g.OTelTraceID]
+			if !ok {
 				r, err := pendingRow(g.OTelTraceID, now)
 				if err != nil {
 					return err
 				}
+				var idx []int64
+				idx, next = storeutil.AssignIndexes(next, []*int64{r.Given})
+				fresh = append(fresh, NewTrace{g.OTelTraceID, &r, idx[0]})
 				tid = r.ID
-				if next, err = insertTrace(ctx, tx, ownerID, datasetID, g.OTelTraceID, &r, next, now); err != nil {
-					return err
-				}
-				created++
+				known[g.OTelTraceID] = tid
+			}
+			ids[i] = tid
+			if k, ok := at[tid]; ok { // the trace's second group in the request
+				_, writes[k].Spans = mergeSpans(nil, append(writes[k].Spans, g.Spans...))
+				continue
 			}
 			_, write := mergeSpans(nil, g.Spans)
-			if err := tx.UpsertSpans(ctx, tid, write); err != nil {
+			at[tid] = len(writes)
+			writes = append(writes, TraceSpans{tid, write})
+			marks = append(marks, Mark{tid, g.OTelTraceID, !ok})
+		}
+		if len(fresh) > 0 {
+			if err := tx.InsertTraces(ctx, ownerID, datasetID, fresh, now); err != nil {
 				return err
 			}
-			marks = append(marks, mark{tid, g.OTelTraceID, fresh})
-			ids[i] = tid
+		}
+		if err := tx.UpsertSpans(ctx, writes); err != nil {
+			return err
 		}
 		// Marks are taken in trace id order, as BuildPendingSpans takes them, so
 		// that the two never wait for each other in a cycle.
-		slices.SortFunc(marks, func(a, b mark) int { return strings.Compare(a.tid, b.tid) })
-		for _, m := range marks {
-			if err := tx.Mark(ctx, m.tid, datasetID, m.otelID, now, m.fresh); err != nil {
-				return err
-			}
+		slices.SortFunc(marks, func(a, b Mark) int { return strings.Compare(a.TraceID, b.TraceID) })
+		if err := tx.Mark(ctx, datasetID, marks, now); err != nil {
+			return err
 		}
+		created := len(fresh)
 		return tx.Pushed(ctx, datasetID, next, created, now)
 	})
 	if err != nil {
