@@ -102,6 +102,8 @@ func (s *lookoutServer) cpu() (cpuUse, error) {
 // the run's token (in every trace's last chat span) counting every trace.
 func (s *lookoutServer) settle(ctx context.Context, l *load) error {
 	var id string
+	start := time.Now()
+	var built time.Duration // when no trace was pending any more
 	for {
 		if err := s.c.alive(); err != nil {
 			return err
@@ -111,6 +113,9 @@ func (s *lookoutServer) settle(ctx context.Context, l *load) error {
 			return fmt.Errorf("counting pending traces: %w", err)
 		}
 		if n == 0 {
+			if built == 0 {
+				built = time.Since(start)
+			}
 			if id == "" {
 				if id, err = s.dataset(ctx, l.service); err != nil {
 					return err
@@ -134,7 +139,8 @@ func (s *lookoutServer) settle(ctx context.Context, l *load) error {
 				return fmt.Errorf("dataset %s holds %d traces and a search finds %d, but %d were sent", l.service, d.TraceCount, found.Total, l.traces)
 			}
 			if d.TraceCount == l.traces && found.Total == l.traces && !found.Estimate {
-				s.checked = fmt.Sprintf("%d traces built, none pending, all found by a search", l.traces)
+				s.checked = fmt.Sprintf("%d traces built (%.1f s after the load), none pending, all found by a search (%.1f s)",
+					l.traces, built.Seconds(), time.Since(start).Seconds())
 				return nil
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -276,14 +277,33 @@ func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows) (int
 	for i, id := range ids {
 		docs[i].TraceID = id
 	}
+	// Traces are read and decoded in this goroutine while workers compute
+	// their documents, a few traces in flight at a time (a trace may be
+	// large): on every core when the writers leave one idle.
+	type job struct {
+		at int
+		t  *trace.Trace
+	}
+	workers := runtime.GOMAXPROCS(0)
+	jobs := make(chan job, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for j := range jobs {
+				d := search.Index(j.t)
+				docs[j.at].Doc = &d
+			}
+		})
+	}
 	err = st.Traces(ctx, ids, func(id string, t *trace.Trace, bad error) {
 		if bad != nil {
 			slog.Warn("search index: trace skipped", "trace", id, "err", bad)
 			return
 		}
-		d := search.Index(t)
-		docs[seen[id]].Doc = &d
+		jobs <- job{seen[id], t}
 	})
+	close(jobs)
+	wg.Wait()
 	if err != nil {
 		return 0, err
 	}
