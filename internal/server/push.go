@@ -41,6 +41,9 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, p *principal) erro
 	if err != nil {
 		return err
 	}
+	// The traces hold copies of all they need: let the body go while they
+	// are encoded and stored (a large push's peak memory falls by its size).
+	req.body = nil
 	var datasetID string
 	if req.hasDataset {
 		if err := validName("dataset name", req.dataset); err != nil {

@@ -52,7 +52,7 @@ var writers = sync.Pool{New: func() any {
 func EncodeContent(t *trace.Trace) ([]byte, int) {
 	c := *t
 	c.Metadata, c.Annotations = nil, nil
-	raw := trace.AppendTrace(nil, &c)
+	raw := trace.AppendTrace(make([]byte, 0, trace.SizeHint(&c)), &c)
 	if len(raw) < CompressAbove {
 		return raw, EncPlain
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -344,5 +345,35 @@ func TestText(t *testing.T) {
 	}
 	if FixUTF8(nil) != nil {
 		t.Error("FixUTF8(nil) is not nil")
+	}
+}
+
+// allocated is the bytes fn allocates (one goroutine at a time: the
+// package's tests do not run in parallel).
+func allocated(fn func()) uint64 {
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	fn()
+	runtime.ReadMemStats(&m1)
+	return m1.TotalAlloc - m0.TotalAlloc
+}
+
+// TestEncodeContentMemory: a large trace is encoded into a buffer sized for
+// it, not one grown by doubling (which allocated about five times the
+// trace, the most of a large push's memory).
+func TestEncodeContentMemory(t *testing.T) {
+	text := strings.Repeat("line of a long tool output, with \"quotes\"\n", 200_000) // 8.4 MB
+	tr := &trace.Trace{Name: "big", Events: []trace.Event{{Role: "tool", Content: trace.TextContent(text)}}}
+	raw := len(trace.AppendTrace(nil, tr))
+	var content []byte
+	got := allocated(func() { content, _ = EncodeContent(tr) })
+	// The buffer for the trace, and the one for it deflated (a third of it).
+	if limit := uint64(raw) * 7 / 4; got > limit {
+		t.Errorf("EncodeContent of a %d-byte trace allocated %d bytes (%.1f per byte), want at most %d", raw, got, float64(got)/float64(raw), limit)
+	}
+	back, err := DecodeContent(content, EncDeflate, nil)
+	if err != nil || back.Events[0].Content.Text != text {
+		t.Fatalf("the trace does not read back: %v", err)
 	}
 }
