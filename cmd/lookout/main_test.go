@@ -48,6 +48,15 @@ func TestValidate(t *testing.T) {
 		{"a directory", []string{"validate", "testdata"}, "", 2, []string{`^testdata is a directory: give the trace files in it \(such as testdata/\*\.jsonl\)$`}},
 		{"cut before its format shows", []string{"validate", "-"}, `{"mess`, 1, []string{`^-:1:7: unexpected end of input: the file ends inside its first JSON value`}},
 		{"a whole file of unknown keys", []string{"validate", "-"}, `{"foo": 1}`, 1, []string{`^-: unrecognised format: no known trace format matches its first keys \(foo\)$`}},
+		// The rule at the door, with file, line, column and JSON path.
+		{"a member given twice", []string{"validate", "-"}, "[{\"role\": \"user\"}]\n[{\"role\": \"user\", \"role\": \"assistant\"}]\n", 1,
+			[]string{`^-:2:19: \$\[0\]\.role: member "role" is given twice$`}},
+		{"a number past a float64", []string{"validate", "-"}, `{"messages": [], "metadata": {"a": [1e400]}}`, 1,
+			[]string{`^-:1:37: \$\.metadata\.a\[0\]: number 1e400 is out of the range of a 64-bit float$`}},
+		{"bytes that are not UTF-8", []string{"validate", "-"}, "[{\"role\": \"user\", \"content\": \"h\xffi\"}]", 1,
+			[]string{`^-:1:32: \$\[0\]\.content: invalid UTF-8 \(byte 0xff\) in string$`}},
+		{"nesting too deep", []string{"validate", "-"}, `{"messages": [], "metadata": {"a": ` + strings.Repeat(`[`, 10000) + strings.Repeat(`]`, 10000) + `}}`, 1,
+			[]string{`^-:1:\d+: \$\.metadata\.a\[0\].*\.\.\.\(9952 steps\)\.\.\..*: nesting deeper than 10000 levels$`}},
 		{"unknown format flag", []string{"validate", "--format", "yaml", inbox}, "", 2, nil},
 		{"no files", []string{"validate"}, "", 2, nil},
 	}

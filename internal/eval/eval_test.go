@@ -99,6 +99,26 @@ func TestCodeEvaluator(t *testing.T) {
 	}
 }
 
+// TestCodeReadsWhatTheDoorLetsIn: an expression reads metadata nested as
+// deep as the door lets in (jsonscan.MaxDepth; it failed past 64 levels,
+// "nested too deeply"), and metadata stored before the door refused a
+// number past a float64 is not read as empty.
+func TestCodeReadsWhatTheDoorLetsIn(t *testing.T) {
+	const depth = 5000
+	deep := strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth)
+	for _, tc := range []struct{ meta, expr string }{
+		{`{"deep":` + deep + `,"y":"z"}`, `len(metadata) == 2 and metadata.y == "z"`},
+		{`{"big":1e400,"y":"z"}`, `metadata.y == "z"`},
+		{`{"n":[1,{"k":true}]}`, `metadata.n[1].k and metadata.n[0] == 1`},
+	} {
+		tr := sample(t)
+		tr.Metadata = json.RawMessage(tc.meta)
+		if got := values(one(t, Criterion{Name: "m", Evaluator: "code", Expr: tc.expr}, tr, nil)); got != "=true" {
+			t.Errorf("%.40s: %s gave %q, want true", tc.meta, tc.expr, got)
+		}
+	}
+}
+
 func TestRuleEvaluator(t *testing.T) {
 	tr := sample(t)
 	pol := "raise \"cancel\" if:\n    (call: ToolCall)\n    call is tool:cancel_reservation\n"

@@ -264,10 +264,10 @@ func (e *Evaluator) code(ctx context.Context, t *trace.Trace, tg target) (Result
 	params := map[string]any{}
 	n := e.params
 	if n.metadata {
-		params["metadata"] = jsonValue(t.Metadata, map[string]any{})
+		params["metadata"] = rawValue(t.Metadata, "{}")
 	}
 	if n.messages {
-		params["messages"] = jsonValue(trace.AppendEvents(nil, t.Events), []any{})
+		params["messages"] = json.RawMessage(trace.AppendEvents(nil, t.Events))
 	}
 	if n.toolCalls {
 		var calls []any
@@ -374,6 +374,18 @@ func jsonValue(raw []byte, empty any) any {
 	return v
 }
 
+// rawValue hands stored JSON to the rule language as it is (empty gives
+// empty): the language reads it as Python's json module would, with the
+// nesting and the numbers the door lets in (decoded into Go values first,
+// metadata nested past 64 levels failed as "nested too deeply", and a
+// number past a float64 left the metadata empty).
+func rawValue(raw []byte, empty string) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage(empty)
+	}
+	return json.RawMessage(raw)
+}
+
 // callValue is a tool call as an expression sees it; the arguments are
 // decoded only when the expression mentions them (they are most of a
 // call's size).
@@ -381,7 +393,7 @@ func callValue(c *trace.ToolCall, args bool) map[string]any {
 	fn := map[string]any{"name": c.Function.Name}
 	v := map[string]any{"id": c.ID, "name": c.Function.Name, "function": fn}
 	if args {
-		a := jsonValue(c.Function.Arguments, map[string]any{})
+		a := rawValue(c.Function.Arguments, "{}")
 		fn["arguments"], v["arguments"] = a, a
 	}
 	return v
@@ -389,8 +401,8 @@ func callValue(c *trace.ToolCall, args bool) map[string]any {
 
 func spanValue(s *trace.Span) map[string]any {
 	return map[string]any{"id": s.ID, "name": s.Name, "kind": s.Kind, "status": s.Status,
-		"attributes": jsonValue(s.Attributes, map[string]any{}), "metadata": jsonValue(s.Attributes, map[string]any{}),
-		"inputs": jsonValue(s.Inputs, nil), "outputs": jsonValue(s.Outputs, nil), "value": jsonValue(s.Value, nil)}
+		"attributes": rawValue(s.Attributes, "{}"), "metadata": rawValue(s.Attributes, "{}"),
+		"inputs": rawValue(s.Inputs, "null"), "outputs": rawValue(s.Outputs, "null"), "value": rawValue(s.Value, "null")}
 }
 
 // answerOf is what a comparison reads: the trace's final answer (the text of

@@ -216,6 +216,11 @@ func sniff(head []byte) sniffed {
 		base = 2
 	}
 	path := func() (string, int, bool) {
+		if len(stack) > base+2 {
+			// Deeper than the 3 levels detection reads: building the path
+			// of every deep key took time quadratic in the nesting.
+			return "", 0, false
+		}
 		var parts []string
 		depth := 0
 		for d, f := range stack {

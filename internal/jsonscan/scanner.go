@@ -51,11 +51,30 @@ func (k Kind) String() string {
 // MaxDepth bounds nesting so hostile input cannot make us recurse without end.
 const MaxDepth = 10000
 
+// The rule at the door. Lookout refuses input that it would store but then
+// read back otherwise than the sender meant, or that later readers (search,
+// evaluation, the explorer, PostgreSQL) would refuse. A strict scanner
+// (NewStrict) holds every value it reads or skips to it, in the same single
+// pass:
+//
+//   - an object names each member once (last-wins would keep one value
+//     while other JSON readers keep the other);
+//   - a number fits a 64-bit float (1e400 would read back as no value);
+//   - a string is valid UTF-8 with no unpaired UTF-16 surrogate escape
+//     (such bytes were replaced or stored as they came);
+//   - nesting is at most MaxDepth levels (as in every scanner).
+//
+// Each breach is an *Error with Rule set, at its place.
+
 // Error is a decoding error with its place in the document.
 type Error struct {
 	Offset int    // byte offset into the scanned data
 	Path   string // JSON path such as $[3].messages[2].content
 	Msg    string
+	// Rule: the JSON is well-formed but breaks the rule at the door (or
+	// nests deeper than MaxDepth); otherwise the error is in the syntax or
+	// is the caller's own.
+	Rule bool
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("offset %d: %s: %s", e.Offset, e.Path, e.Msg) }
@@ -67,19 +86,88 @@ type pathElem struct {
 
 // Scanner reads one JSON document.
 type Scanner struct {
-	data  []byte
-	pos   int
-	path  []pathElem
-	root  string // path prefix, "$" unless set with SetRoot
-	depth int
+	data   []byte
+	pos    int
+	path   []pathElem
+	root   string // path prefix, "$" unless set with SetRoot
+	depth  int
+	strict bool
+	keys   keyStack // strict: the members of the objects being read
 }
 
 // New returns a scanner over data.
 func New(data []byte) *Scanner { return &Scanner{data: data, root: "$"} }
 
+// NewStrict returns a scanner over data that holds it to the rule at the
+// door (see above): for input from outside, before it is stored.
+func NewStrict(data []byte) *Scanner { return &Scanner{data: data, root: "$", strict: true} }
+
 // Reset reuses s for new data.
 func (s *Scanner) Reset(data []byte) {
 	s.data, s.pos, s.path, s.depth = data, 0, s.path[:0], 0
+	s.keys.reset()
+}
+
+// Strict reports whether s holds its input to the rule at the door.
+func (s *Scanner) Strict() bool { return s.strict }
+
+// keyStack holds the member names of the objects being read, innermost
+// last, to find a name given twice: by comparison while an object has few
+// members, by a set past that (so a hostile object of many members costs
+// linear time).
+type keyStack struct {
+	keys   []string
+	frames []keyFrame
+}
+
+type keyFrame struct {
+	base int // the object's names are keys[base:]
+	set  map[string]struct{}
+}
+
+const keySetAbove = 16
+
+func (k *keyStack) reset() { k.keys, k.frames = k.keys[:0], k.frames[:0] }
+
+func (k *keyStack) push() { k.frames = append(k.frames, keyFrame{base: len(k.keys)}) }
+
+func (k *keyStack) pop() {
+	f := k.frames[len(k.frames)-1]
+	clear(k.keys[f.base:]) // let the names go
+	k.keys, k.frames = k.keys[:f.base], k.frames[:len(k.frames)-1]
+}
+
+// add records key in the innermost object and reports whether it was
+// there already.
+func (k *keyStack) add(key string) (dup bool) {
+	f := &k.frames[len(k.frames)-1]
+	if f.set != nil {
+		if _, dup := f.set[key]; dup {
+			return true
+		}
+		f.set[key] = struct{}{}
+		return false
+	}
+	for _, x := range k.keys[f.base:] {
+		if x == key {
+			return true
+		}
+	}
+	k.keys = append(k.keys, key)
+	if len(k.keys)-f.base > keySetAbove {
+		f.set = make(map[string]struct{}, 2*keySetAbove)
+		for _, x := range k.keys[f.base:] {
+			f.set[x] = struct{}{}
+		}
+	}
+	return false
+}
+
+// ruleError is a breach of the rule at the door at offset.
+func (s *Scanner) ruleError(offset int, format string, args ...any) *Error {
+	e := s.ErrorAt(offset, format, args...)
+	e.Rule = true
+	return e
 }
 
 // SetRoot sets the path printed for the document itself, e.g. "$[4]" when
@@ -132,11 +220,19 @@ func (s *Scanner) Peek() Kind {
 	return Invalid
 }
 
-// Path is the JSON path of the value being read.
+// Path is the JSON path of the value being read. A path of more than
+// 64 steps is shortened in the middle ("...(9950 steps)..."), so that an
+// error about deep nesting stays readable.
 func (s *Scanner) Path() string {
 	var b strings.Builder
 	b.WriteString(s.root)
-	for _, p := range s.path {
+	for i, p := range s.path {
+		if n := len(s.path); n > 64 && i >= 32 && i < n-16 {
+			if i == 32 {
+				fmt.Fprintf(&b, "...(%d steps)...", n-48)
+			}
+			continue
+		}
 		if p.index >= 0 {
 			b.WriteByte('[')
 			b.WriteString(strconv.Itoa(p.index))
@@ -229,7 +325,7 @@ func (s *Scanner) Object(fn func(key string) error) error {
 		return err
 	}
 	if s.depth >= MaxDepth {
-		return s.Errorf("nesting deeper than %d levels", MaxDepth)
+		return s.ruleError(s.pos, "nesting deeper than %d levels", MaxDepth)
 	}
 	s.depth++
 	s.pos++
@@ -241,13 +337,22 @@ func (s *Scanner) Object(fn func(key string) error) error {
 	}
 	s.path = append(s.path, pathElem{index: -1})
 	top := len(s.path) - 1
+	if s.strict {
+		s.keys.push()
+	}
 	for {
 		s.skipSpace()
 		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
 			return s.syntax("an object key")
 		}
+		keyAt := s.pos
 		key, err := s.readString()
 		if err != nil {
+			// A bad key is the object's error, not a member's.
+			s.path = s.path[:top]
+			if e, ok := err.(*Error); ok {
+				e.Path = s.Path()
+			}
 			return err
 		}
 		s.skipSpace()
@@ -256,6 +361,9 @@ func (s *Scanner) Object(fn func(key string) error) error {
 		}
 		s.pos++
 		s.path[top].key = key
+		if s.strict && s.keys.add(key) {
+			return s.ruleError(keyAt, "member %q is given twice", key)
+		}
 		s.skipSpace()
 		start := s.pos
 		if err := fn(key); err != nil {
@@ -274,6 +382,9 @@ func (s *Scanner) Object(fn func(key string) error) error {
 				s.pos++
 				s.path = s.path[:top]
 				s.depth--
+				if s.strict {
+					s.keys.pop()
+				}
 				return nil
 			}
 		}
@@ -287,7 +398,7 @@ func (s *Scanner) Array(fn func(i int) error) error {
 		return err
 	}
 	if s.depth >= MaxDepth {
-		return s.Errorf("nesting deeper than %d levels", MaxDepth)
+		return s.ruleError(s.pos, "nesting deeper than %d levels", MaxDepth)
 	}
 	s.depth++
 	s.pos++
@@ -346,11 +457,15 @@ func (s *Scanner) readString() (string, error) {
 			continue
 		}
 		if c == '"' {
-			s.pos = i + 1
 			b := s.data[start:i]
 			if !ascii && !utf8.Valid(b) {
+				if s.strict {
+					return "", s.badUTF8(start, b)
+				}
+				s.pos = i + 1
 				return ValidUTF8(b), nil
 			}
+			s.pos = i + 1
 			return string(b), nil
 		}
 		if c == '\\' {
@@ -409,11 +524,16 @@ func (s *Scanner) readEscaped(start, i int) (string, error) {
 		c := s.data[i]
 		switch {
 		case c == '"':
-			s.pos = i + 1
 			buf = buf[:n]
 			if !utf8.Valid(buf) {
+				if s.strict {
+					// Escapes are valid UTF-8: the bad byte is in the input.
+					return "", s.badUTF8(start, s.data[start:i])
+				}
+				s.pos = i + 1
 				return ValidUTF8(buf), nil
 			}
+			s.pos = i + 1
 			// buf is ours alone and never written again: hand it over
 			// rather than copy it (halves the memory escaped strings take).
 			return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
@@ -468,6 +588,9 @@ func (s *Scanner) readEscaped(start, i int) (string, error) {
 						continue
 					}
 				}
+				if s.strict {
+					return "", s.loneSurrogate(i-6, r)
+				}
 				r = utf8.RuneError
 			}
 			n += utf8.EncodeRune(buf[n:], r)
@@ -480,6 +603,28 @@ func (s *Scanner) readEscaped(start, i int) (string, error) {
 	}
 	s.pos = len(s.data)
 	return "", s.Errorf("unexpected end of JSON input in string")
+}
+
+// badUTF8 is the rule error for the string bytes b, which start at offset
+// start and are not valid UTF-8: it points at the first bad byte.
+func (s *Scanner) badUTF8(start int, b []byte) *Error {
+	i := 0
+	for i < len(b) {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		i += size
+	}
+	s.pos = start + i
+	return s.ruleError(start+i, "invalid UTF-8 (byte 0x%02x) in string", b[min(i, len(b)-1)])
+}
+
+// loneSurrogate is the rule error for the escape of r at offset: half of a
+// UTF-16 surrogate pair, which no UTF-8 text can hold.
+func (s *Scanner) loneSurrogate(offset int, r rune) *Error {
+	s.pos = offset
+	return s.ruleError(offset, `\u%04x in string is half of a UTF-16 surrogate pair, which UTF-8 text cannot hold`, r)
 }
 
 // ValidUTF8 returns b as a string with each invalid byte replaced by
@@ -590,7 +735,9 @@ func (s *Scanner) scanNumber() ([]byte, error) {
 			return nil, s.syntax("a digit after '.'")
 		}
 	}
+	exp := false
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		exp = true
 		i++
 		if i < len(d) && (d[i] == '+' || d[i] == '-') {
 			i++
@@ -600,8 +747,25 @@ func (s *Scanner) scanNumber() ([]byte, error) {
 			return nil, s.syntax("a digit in exponent")
 		}
 	}
+	num := d[start:i]
+	// Only an exponent or 309 digits reach past a float64: the others need
+	// no parse.
+	if s.strict && (exp || len(num) > 308) {
+		if _, err := strconv.ParseFloat(string(num), 64); err != nil {
+			s.pos = start
+			return nil, s.ruleError(start, "number %s is out of the range of a 64-bit float", abbreviate(num))
+		}
+	}
 	s.pos = i
-	return d[start:i], nil
+	return num, nil
+}
+
+// abbreviate shortens a long number for messages.
+func abbreviate(num []byte) string {
+	if len(num) > 40 {
+		return string(num[:20]) + "..." + string(num[len(num)-12:])
+	}
+	return string(num)
 }
 
 // Int64 reads an integer number; fractions, exponents and overflow are errors.
@@ -652,11 +816,13 @@ func (s *Scanner) Raw() (json.RawMessage, error) {
 func (s *Scanner) Skip() error {
 	s.skipSpace()
 	start := s.pos
+	frames, keys := len(s.keys.frames), len(s.keys.keys)
 	if s.skipFast(s.depth) {
 		return nil
 	}
 	// skipFast keeps no path; the careful pass says where the value fails.
 	s.pos = start
+	s.keys.frames, s.keys.keys = s.keys.frames[:frames], s.keys.keys[:keys]
 	return s.skip()
 }
 
@@ -686,10 +852,18 @@ func (s *Scanner) skipFast(depth int) bool {
 			s.pos++
 			return true
 		}
+		keys := s.strict && c == '{'
+		if keys {
+			s.keys.push()
+		}
 		for {
 			if c == '{' {
 				s.skipSpace()
+				keyAt := s.pos
 				if s.pos >= len(s.data) || s.data[s.pos] != '"' || s.skipString() != nil {
+					return false
+				}
+				if keys && s.keys.add(s.rawKey(keyAt)) {
 					return false
 				}
 				s.skipSpace()
@@ -710,6 +884,9 @@ func (s *Scanner) skipFast(depth int) bool {
 				s.pos++
 			case end:
 				s.pos++
+				if keys {
+					s.keys.pop()
+				}
 				return true
 			default:
 				return false
@@ -746,12 +923,34 @@ func (s *Scanner) skip() error {
 	return s.syntax("a JSON value")
 }
 
+// rawKey is the object key whose string starts at offset at, which
+// skipString has just read: the input's bytes when it has no escape (no
+// copy: the scanner holds the input anyway), else the decoded name.
+func (s *Scanner) rawKey(at int) string {
+	raw := s.data[at+1 : s.pos-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return unsafe.String(unsafe.SliceData(raw), len(raw))
+	}
+	end := s.pos
+	s.pos = at
+	key, err := s.readString()
+	s.pos = end
+	if err != nil {
+		return string(raw)
+	}
+	return key
+}
+
 // skipString validates a string without building it.
 func (s *Scanner) skipString() error {
 	i := s.pos + 1
 	d := s.data
 	for i < len(d) {
 		c := d[i]
+		if plain[c] {
+			i++
+			continue
+		}
 		switch {
 		case c == '"':
 			s.pos = i + 1
@@ -765,9 +964,18 @@ func (s *Scanner) skipString() error {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if _, ok := hex4(d, i+2); !ok {
+				r, ok := hex4(d, i+2)
+				if !ok {
 					s.pos = i
 					return s.Errorf(`invalid \u escape in string`)
+				}
+				if s.strict && utf16.IsSurrogate(r) {
+					// Only a high half followed by a low half makes a rune.
+					r2, ok := hex4(d, i+8)
+					if !ok || r >= 0xdc00 || d[i+6] != '\\' || d[i+7] != 'u' || utf16.DecodeRune(r, r2) == utf8.RuneError {
+						return s.loneSurrogate(i, r)
+					}
+					i += 6
 				}
 				i += 6
 			default:
@@ -777,6 +985,13 @@ func (s *Scanner) skipString() error {
 		case c < 0x20:
 			s.pos = i
 			return s.Errorf("invalid control character 0x%02x in string", c)
+		case c >= 0x80 && s.strict:
+			r, size := utf8.DecodeRune(d[i:])
+			if r == utf8.RuneError && size == 1 {
+				s.pos = i
+				return s.ruleError(i, "invalid UTF-8 (byte 0x%02x) in string", c)
+			}
+			i += size
 		default:
 			i++
 		}
@@ -814,6 +1029,16 @@ func LineCol(data []byte, offset int) (line, col int) {
 func Valid(data []byte) bool {
 	s := New(data)
 	return s.Skip() == nil && s.End() == nil
+}
+
+// CheckStrict returns the first error of data as one JSON value held to
+// the rule at the door, or nil.
+func CheckStrict(data []byte) error {
+	s := NewStrict(data)
+	if err := s.Skip(); err != nil {
+		return err
+	}
+	return s.End()
 }
 
 // AppendCompact appends the valid JSON value raw to dst with insignificant

@@ -137,7 +137,8 @@ func FuzzScanner(f *testing.F) {
 // values accepted, ending at the same offset.
 func FuzzSkip(f *testing.F) {
 	for _, s := range []string{`{"a": [1, "b", null, true], "c": {"d": -1.5e3}}`, `{"k\u00e9y": "v\n"}`, `[1, 2,]`, `{"a" 1}`,
-		`{"a": 1,}`, `"\x"`, "\"a\x01\"", `tru`, `nul`, `-`, `01`, `[[[[]]]] x`, `{"a":{"b":[{"c":"\ud800"}]}}`, ` `} {
+		`{"a": 1,}`, `"\x"`, "\"a\x01\"", `tru`, `nul`, `-`, `01`, `[[[[]]]] x`, `{"a":{"b":[{"c":"\ud800"}]}}`, ` `,
+		`{"a":1,"a":2}`, `[1e400]`, "\"\xff\"", `{"\u0061":1,"a":{}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -154,5 +155,106 @@ func FuzzSkip(f *testing.F) {
 		if err := New(data).Skip(); (err == nil) != ok {
 			t.Fatalf("Skip(%q) = %v, want ok=%v", data, err, ok)
 		}
+		// Strict: the fast and careful passes agree too, and the rule only
+		// takes away.
+		sfast, scareful := NewStrict(data), NewStrict(data)
+		sok := sfast.skipFast(0)
+		scareful.skipSpace()
+		serr := scareful.skip()
+		if sok != (serr == nil) || (sok && sfast.pos != scareful.pos) {
+			t.Fatalf("strict skipFast(%q) = %v at %d, skip says %v at %d", data, sok, sfast.pos, serr, scareful.pos)
+		}
+		if sok && !ok {
+			t.Fatalf("strict takes %q, which lenient refuses", data)
+		}
+		if rerr := readAll(NewStrict(data)); (rerr == nil) != sok {
+			t.Fatalf("strict read of %q: %v, skip: %v", data, rerr, serr)
+		}
 	})
+}
+
+// TestStrict: a strict scanner refuses, at its place and as a Rule error,
+// what the rule at the door refuses, whether the value is read or skipped
+// (raw values such as metadata are skipped), and a lenient one takes it as
+// before.
+func TestStrict(t *testing.T) {
+	many := `{` + strings.Repeat(`"k0":0,`, 0)
+	for i := range 40 {
+		many += `"k` + strings.Repeat("x", i) + `":1,`
+	}
+	cases := []struct {
+		doc, path, msg string
+	}{
+		{`{"a":1,"b":{"c":1,"c":2}}`, `$.b.c`, `member "c" is given twice`},
+		{`{"m":[{"role":"user","role":"assistant"}]}`, `$.m[0].role`, `member "role" is given twice`},
+		{`{"a":1,"\u0061":2}`, `$.a`, `member "a" is given twice`},
+		{many + `"kxxx":2}`, `$.kxxx`, `member "kxxx" is given twice`},
+		{`{"x":1e400}`, `$.x`, `number 1e400 is out of the range of a 64-bit float`},
+		{`[1,-1e309]`, `$[1]`, `number -1e309 is out of the range`},
+		{`{"x":` + strings.Repeat("9", 400) + `}`, `$.x`, `out of the range`},
+		{"{\"x\":\"a\xffb\"}", `$.x`, `invalid UTF-8 (byte 0xff) in string`},
+		{"{\"x\":\"\\n\xc3\"}", `$.x`, `invalid UTF-8 (byte 0xc3) in string`},
+		{"{\"k\xfe\":1}", `$`, `invalid UTF-8 (byte 0xfe)`},
+		{`{"x":"a\ud800b"}`, `$.x`, `\ud800 in string is half of a UTF-16 surrogate pair`},
+		{`{"x":"\udc00"}`, `$.x`, `half of a UTF-16 surrogate pair`},
+		{`{"x":"\ud83d\u0041"}`, `$.x`, `half of a UTF-16 surrogate pair`},
+		{strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), "", `nesting deeper than 10000 levels`},
+	}
+	for _, c := range cases {
+		// Read member by member (Object, Array, String), and skipped whole
+		// (Skip, as raw values are).
+		for _, how := range []string{"read", "skip"} {
+			s := NewStrict([]byte(c.doc))
+			var err error
+			if how == "read" {
+				err = readAll(s)
+			} else {
+				err = s.Skip()
+			}
+			se, ok := err.(*Error)
+			if !ok || !se.Rule || !strings.Contains(se.Msg, c.msg) || (c.path != "" && se.Path != c.path) {
+				t.Errorf("%s %.60q: got %v (%T), want a rule error at %s: %s", how, c.doc, err, err, c.path, c.msg)
+				continue
+			}
+			if se.Offset <= 0 || se.Offset >= len(c.doc) {
+				t.Errorf("%s %.60q: offset %d outside the document", how, c.doc, se.Offset)
+			}
+		}
+		if !strings.Contains(c.msg, "nesting") && !Valid([]byte(c.doc)) {
+			t.Errorf("%.60q: a lenient scanner refuses it", c.doc)
+		}
+	}
+	for _, ok := range []string{
+		`{"a":{"a":1},"b":{"a":2},"c":[{"a":1},{"a":2}]}`, many + `"z":{"kxxx":1}}`,
+		`[1e-400,1.7976931348623157e308,-0.0,123456789012345678901234567890]`,
+		`"\ud83d\ude00 é \u00e9"`, `{"":1,"\u0000":2}`, `{"a":1,"A":2,"a ":3}`,
+	} {
+		if err := readAll(NewStrict([]byte(ok))); err != nil {
+			t.Errorf("read %q: %v", ok, err)
+		}
+		if err := CheckStrict([]byte(ok)); err != nil {
+			t.Errorf("CheckStrict(%q): %v", ok, err)
+		}
+	}
+	// A scanner reused with Reset forgets the members of the last document.
+	s := NewStrict([]byte(`{"a":{"b":1,`))
+	_ = s.Skip()
+	s.Reset([]byte(`{"b":1}`))
+	if err := readAll(s); err != nil {
+		t.Errorf("after Reset: %v", err)
+	}
+}
+
+// readAll reads a value through Object, Array and String (not Skip).
+func readAll(s *Scanner) error {
+	switch s.Peek() {
+	case Object:
+		return s.Object(func(string) error { return readAll(s) })
+	case Array:
+		return s.Array(func(int) error { return readAll(s) })
+	case String:
+		_, err := s.String("value")
+		return err
+	}
+	return s.Skip()
 }

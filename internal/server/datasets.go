@@ -205,7 +205,7 @@ func (s *Server) putMetadata(w http.ResponseWriter, r *http.Request, p *principa
 	if err != nil {
 		return err
 	}
-	sc := jsonscan.New(body)
+	sc := jsonscan.NewStrict(body)
 	sc.SetRoot("$")
 	if err := sc.Expect(jsonscan.Object, "metadata"); err != nil {
 		return jsonError(body, err)

@@ -83,12 +83,15 @@ func jsonError(body []byte, err error) *apiError {
 	status, code, kind := http.StatusUnprocessableEntity, codeInvalid, "invalid request body"
 	// A syntax error anywhere in the body wins over the rule error: find the
 	// first one (only on this failure path, so the happy path scans once).
+	// Nesting past the limit is not syntax: the rule error stands.
 	sc := jsonscan.New(body)
 	serr := sc.Skip()
 	if serr == nil {
 		serr = sc.End()
 	}
-	if errors.As(serr, &se) {
+	var syn *jsonscan.Error
+	if errors.As(serr, &syn) && !syn.Rule {
+		se = syn
 		status, code, kind = http.StatusBadRequest, codeInvalidJSON, "invalid JSON"
 	}
 	line, col := jsonscan.LineCol(body, se.Offset)

@@ -229,7 +229,7 @@ func readBodyJSON(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := jsonscan.New(body)
+	sc := jsonscan.NewStrict(body)
 	if err := sc.Skip(); err != nil {
 		return nil, jsonError(body, err)
 	}

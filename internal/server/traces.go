@@ -178,7 +178,7 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
-	sc := jsonscan.New(body)
+	sc := jsonscan.NewStrict(body)
 	var events []trace.Event
 	switch sc.Peek() {
 	case jsonscan.Array:

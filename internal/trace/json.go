@@ -433,7 +433,8 @@ func decodeFunction(s *jsonscan.Scanner, f *Function) error {
 // the text parses as one; otherwise it keeps the string (quoted, as the JSON
 // string literal lit, or re-encoded when lit is nil).
 func ParseArguments(text string, lit []byte) json.RawMessage {
-	if len(text) > 0 && firstNonSpace(text) == '{' && jsonscan.Valid([]byte(text)) {
+	// Text that is JSON but breaks the rule at the door stays text.
+	if len(text) > 0 && firstNonSpace(text) == '{' && jsonscan.CheckStrict([]byte(text)) == nil {
 		return jsonscan.AppendCompact(nil, []byte(text))
 	}
 	if lit != nil {

@@ -149,3 +149,19 @@ func TestFieldsObject(t *testing.T) {
 		}
 	}
 }
+
+// TestParseArgumentsRule: arguments text is taken as an object only when it
+// meets the rule at the door (jsonscan); otherwise it stays the text it was.
+func TestParseArgumentsRule(t *testing.T) {
+	for text, want := range map[string]string{
+		`{"a": 1}`:         `{"a":1}`,
+		`{"a":1,"a":2}`:    `"{\"a\":1,\"a\":2}"`,
+		`{"n": 1e400}`:     `"{\"n\": 1e400}"`,
+		`{"s": "\ud800"}`:  `"{\"s\": \"\\ud800\"}"`,
+		`not JSON {"a":1}`: `"not JSON {\"a\":1}"`,
+	} {
+		if got := string(ParseArguments(text, nil)); got != want {
+			t.Errorf("ParseArguments(%q) = %s, want %s", text, got, want)
+		}
+	}
+}

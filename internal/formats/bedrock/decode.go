@@ -143,7 +143,7 @@ func NewDecoder(r io.Reader, file string) decoding.Decoder {
 // in the file as *decoding.Error.
 func decodeValue(data []byte) (*trace.Trace, error) {
 	p := &parser{}
-	s := jsonscan.New(data)
+	s := jsonscan.NewStrict(data)
 	var err error
 	switch s.Peek() {
 	case jsonscan.Array:
@@ -479,7 +479,7 @@ func (p *parser) payload(s *jsonscan.Scanner, kind string, pt *part) error {
 // subScan parses data[start:end] (a value already validated by s) with fn,
 // reporting errors at their place in the whole value under root.
 func subScan(data []byte, start, end int, root string, fn func(*jsonscan.Scanner) error) error {
-	sub := jsonscan.New(data[start:end])
+	sub := jsonscan.NewStrict(data[start:end])
 	sub.SetRoot(root)
 	err := fn(sub)
 	var se *jsonscan.Error

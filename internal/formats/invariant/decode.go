@@ -86,7 +86,7 @@ import (
 
 // NewDecoder returns a streaming decoder over r; file names r in errors.
 func NewDecoder(r io.Reader, file string) decoding.Decoder {
-	return &decoder{vr: decoding.NewValueReader(r, file), file: file, s: jsonscan.New(nil)}
+	return &decoder{vr: decoding.NewValueReader(r, file), file: file, s: jsonscan.NewStrict(nil)}
 }
 
 // result is a trace or an error waiting to be handed out.

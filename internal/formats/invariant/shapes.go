@@ -385,7 +385,7 @@ func (d *decoder) streamRuns() bool {
 	d.rows = 1
 	d.runs = &runList{first: &v}
 	if d.rs == nil {
-		d.rs = jsonscan.New(nil)
+		d.rs = jsonscan.NewStrict(nil)
 	}
 	return true
 }

@@ -158,7 +158,7 @@ type parser struct {
 // decodeValue decodes one trace object held in data (valid JSON). Errors
 // are *jsonscan.Error values with offset and path.
 func decodeValue(data []byte) (*trace.Trace, error) {
-	s := jsonscan.New(data)
+	s := jsonscan.NewStrict(data)
 	if k := s.Peek(); k != jsonscan.Object {
 		return nil, s.Errorf(`an MLflow trace must be an object, {"spans": [...]} or {"info": {...}, "data": {"spans": [...]}}, not %s`, jsonscan.Article(k))
 	}
@@ -677,7 +677,8 @@ func oneLevel(s *jsonscan.Scanner, key string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b := []byte(v); jsonscan.Valid(b) {
+	// Text that is JSON but breaks the rule at the door stays text.
+	if b := []byte(v); jsonscan.CheckStrict(b) == nil {
 		return compact(b), nil
 	}
 	return compact(s.Data()[start:s.Offset()]), nil

@@ -455,13 +455,20 @@ func TestEvents(t *testing.T) {
 // TestRawAttributeValues: attribute values that are not JSON-encoded
 // strings are taken as they are, and text made of them stays valid UTF-8.
 func TestRawAttributeValues(t *testing.T) {
-	in := spans(mkSpan("t", "", "TOOL", 0, `"mlflow.spanInputs": {"q": 1}, "mlflow.spanOutputs": {"a": "`+"\xff\xfe"+` x"}`))
+	in := spans(mkSpan("t", "", "TOOL", 0, `"mlflow.spanInputs": {"q": 1}, "mlflow.spanOutputs": {"a": " x"}`))
 	tr := decodeOne(t, in)
 	if string(tr.Spans[0].Inputs) != `{"q":1}` || len(tr.Events) != 2 {
 		t.Fatalf("inputs %s, %d events", tr.Spans[0].Inputs, len(tr.Events))
 	}
-	if got := tr.Events[1].Content.Text; got != "{\"a\":\"\uFFFD x\"}" {
+	if got := tr.Events[1].Content.Text; got != `{"a":" x"}` {
 		t.Errorf("tool output %q", got)
+	}
+	// Bytes that are not UTF-8 are refused at their place (the rule at
+	// the door, jsonscan), not stored as they came.
+	in = spans(mkSpan("t", "", "TOOL", 0, `"mlflow.spanOutputs": {"a": "`+"\xff\xfe"+` x"}`))
+	traces, errs := decodeAll(t, []byte(in), "one.json")
+	if len(traces) != 0 || len(errs) != 1 || errs[0].Path != `$.spans[0].attributes["mlflow.spanOutputs"].a` || !strings.Contains(errs[0].Msg, "invalid UTF-8") {
+		t.Errorf("not UTF-8: %d traces, errors %v", len(traces), errs)
 	}
 }
 

@@ -233,7 +233,7 @@ func (d *decoder) gather(v decoding.Value, shape string) {
 		}
 		d.queue = append(d.queue, item{err: de})
 	}
-	s := jsonscan.New(v.Data)
+	s := jsonscan.NewStrict(v.Data)
 	var err error
 	switch shape {
 	case "otlp":
@@ -398,7 +398,7 @@ type langfuseExport struct {
 // langfuseSpans reads the spans of a Langfuse export. The trace object,
 // less its copy of the observations, is the trace's metadata.
 func langfuseSpans(data []byte) (*langfuseExport, error) {
-	s := jsonscan.New(data)
+	s := jsonscan.NewStrict(data)
 	lf := &langfuseExport{}
 	var obsStart, obsEnd int
 	obsPath := ""
@@ -587,7 +587,7 @@ func oneLevel(raw []byte) json.RawMessage {
 		if err != nil {
 			return nil
 		}
-		if b := []byte(strings.TrimSpace(t)); len(b) > 0 && jsonscan.Valid(b) {
+		if b := []byte(strings.TrimSpace(t)); len(b) > 0 && jsonscan.CheckStrict(b) == nil {
 			return trace.Compact(b)
 		}
 	}

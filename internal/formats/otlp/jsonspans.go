@@ -24,7 +24,7 @@ type located struct {
 // sub runs fn on a scanner over data[start:end], whose errors are placed in
 // the whole document and under root.
 func sub(data []byte, start, end int, root string, fn func(*jsonscan.Scanner) error) error {
-	s := jsonscan.New(data[start:end])
+	s := jsonscan.NewStrict(data[start:end])
 	s.SetRoot(root)
 	err := fn(s)
 	if err == nil {
@@ -50,7 +50,7 @@ func sub(data []byte, start, end int, root string, fn func(*jsonscan.Scanner) er
 func ParseJSON(data []byte) ([]Span, error) {
 	var spans []Span
 	var probs []*Problem
-	s := jsonscan.New(data)
+	s := jsonscan.NewStrict(data)
 	err := parseOTLP(s, func(l located) { spans = append(spans, l.Span) }, func(e *jsonscan.Error, traceID string) {
 		probs = append(probs, &Problem{Span: -1, TraceID: traceID, Msg: e.Path + ": " + e.Msg})
 	})

@@ -204,8 +204,8 @@ func indexNodes(spans []Span, idx []int) ([]*node, map[string]*node, string, *Pr
 		case !sp.Start.IsZero() && !sp.End.IsZero() && sp.End.Before(sp.Start):
 			return nil, nil, "", prob("ends (%s) before it starts (%s)", sp.End.UTC().Format(time.RFC3339Nano), sp.Start.UTC().Format(time.RFC3339Nano))
 		}
-		if where, key := invalidJSON(sp); where != "" {
-			return nil, nil, "", prob("%s %q: the value is not JSON", where, key)
+		if where, key, why := invalidJSON(sp); where != "" {
+			return nil, nil, "", prob("%s %q: %s", where, key, why)
 		}
 		for _, tm := range []time.Time{sp.Start, sp.End} {
 			if y := tm.UTC().Year(); !tm.IsZero() && (y < 0 || y > 9999) {
@@ -226,9 +226,11 @@ func indexNodes(spans []Span, idx []int) ([]*node, map[string]*node, string, *Pr
 	return nodes, byID, traceID, nil
 }
 
-// invalidJSON names a value of sp that is not JSON: every attribute,
-// event, link, resource and scope attribute, the payloads and the extras.
-func invalidJSON(sp *Span) (where, key string) {
+// invalidJSON names a value of sp that is not JSON, or breaks the rule at
+// the door (jsonscan), and why: every attribute, event, link, resource and
+// scope attribute, the payloads and the extras. An attribute given twice
+// in one list breaks it too (it becomes a member of an object).
+func invalidJSON(sp *Span) (where, key, why string) {
 	lists := []struct {
 		what  string
 		attrs []Attr
@@ -245,25 +247,50 @@ func invalidJSON(sp *Span) (where, key string) {
 			attrs []Attr
 		}{"link attribute", l.Attributes})
 	}
+	bad := func(v []byte) string {
+		if err := jsonscan.CheckStrict(v); err != nil {
+			if se, ok := err.(*jsonscan.Error); ok && se.Rule {
+				return fmt.Sprintf("the value breaks a rule at %s: %s", se.Path, se.Msg)
+			}
+			return "the value is not JSON"
+		}
+		return ""
+	}
+	var seen map[string]bool
 	for _, l := range lists {
-		for _, a := range l.attrs {
-			if !jsonscan.Valid(a.Value) {
-				return l.what, a.Key
+		clear(seen)
+		for i, a := range l.attrs {
+			if why := bad(a.Value); why != "" {
+				return l.what, a.Key, why
+			}
+			dup := false
+			if len(l.attrs) <= 16 {
+				for _, b := range l.attrs[:i] {
+					dup = dup || b.Key == a.Key
+				}
+			} else {
+				if seen == nil {
+					seen = map[string]bool{}
+				}
+				dup, seen[a.Key] = seen[a.Key], true
+			}
+			if dup {
+				return l.what, a.Key, "given twice"
 			}
 		}
 	}
-	if sp.Input != nil && !jsonscan.Valid(sp.Input) {
-		return "payload", "input"
+	if why := bad(sp.Input); sp.Input != nil && why != "" {
+		return "payload", "input", why
 	}
-	if sp.Output != nil && !jsonscan.Valid(sp.Output) {
-		return "payload", "output"
+	if why := bad(sp.Output); sp.Output != nil && why != "" {
+		return "payload", "output", why
 	}
 	for _, f := range sp.Extra {
-		if !jsonscan.Valid(f.Value) {
-			return "extra", f.Key
+		if why := bad(f.Value); why != "" {
+			return "extra", f.Key, why
 		}
 	}
-	return "", ""
+	return "", "", ""
 }
 
 // tree orders spans parents before children, siblings (and roots) by start

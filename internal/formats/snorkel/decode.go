@@ -137,6 +137,8 @@ func (d *decoder) load() error {
 		return err // an *decoding.Error
 	}
 	d.src = v.Source
+	// Structure only: the rule at the door is decodeRoot's, so that it
+	// rejects one trace, not the file.
 	s := jsonscan.New(v.Data)
 	switch k := s.Peek(); k {
 	case jsonscan.Array:
@@ -208,7 +210,7 @@ type builder struct {
 // decodeRoot decodes one root step held in data (valid JSON) into a trace.
 // Errors are *jsonscan.Error values relative to data.
 func decodeRoot(data []byte, root string) (*trace.Trace, error) {
-	s := jsonscan.New(data)
+	s := jsonscan.NewStrict(data)
 	s.SetRoot(root)
 	b := &builder{spans: make([]trace.Span, 0, 8)}
 	if err := b.step(s, "", "0"); err != nil {

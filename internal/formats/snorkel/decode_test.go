@@ -227,7 +227,7 @@ func TestRules(t *testing.T) {
 		{"metadata null", `{"step_type": "ROOT_STEP", "value": "x", "metadata": null}`, "$[1].metadata", "metadata must be an object, not null"},
 		{"unknown field", `{"step_type": "ROOT_STEP", "substeps": [{"step_type": "AI", "value": "y", "id": 7}]}`, "$[1].substeps[0].id", `unknown field "id"; allowed: step_type, metadata, value, substeps, substep_execution_type, metadata_expand`},
 		{"unknown field on root", `{"step_type": "ROOT_STEP", "value": "x", "Value": "y"}`, "$[1].Value", `unknown field "Value"; allowed:`},
-		{"field twice", `{"step_type": "ROOT_STEP", "value": "x", "value": "y"}`, "$[1].value", `field "value" given twice`},
+		{"field twice", `{"step_type": "ROOT_STEP", "value": "x", "value": "y"}`, "$[1].value", `member "value" is given twice`},
 		{"substeps not an array", `{"step_type": "ROOT_STEP", "value": "x", "substeps": {"step_type": "AI"}}`, "$[1].substeps", "substeps must be an array of steps, not an object"},
 		{"substeps null", `{"step_type": "ROOT_STEP", "value": "x", "substeps": null}`, "$[1].substeps", "substeps must be an array of steps, not null"},
 		{"step not an object", `{"step_type": "ROOT_STEP", "value": "x", "substeps": ["AI_RESPONSE"]}`, "$[1].substeps[0]", "a step must be an object, not a string"},
