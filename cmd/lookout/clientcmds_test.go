@@ -186,8 +186,10 @@ func TestPushMetadataOnly(t *testing.T) {
 }
 
 // TestPushIndexClash: traces whose explicit indexes the dataset already
-// holds stop the push (exit 1), and the summary counts them as not stored
-// rather than reporting nothing rejected.
+// holds stop the push (exit 1), named by file, line and index, and the
+// summary counts them as not stored rather than reporting nothing
+// rejected; --on-conflict skip leaves them out and append gives them new
+// indexes, each reported by its place, with exit 0.
 func TestPushIndexClash(t *testing.T) {
 	url := startServer(t, cliBackends(t)[0].db(t))
 	file := testcorpus.File(t, "openai/explorer/code.jsonl")
@@ -195,7 +197,21 @@ func TestPushIndexClash(t *testing.T) {
 		t.Fatalf("first push: exit %d: %s", code, errOut)
 	}
 	code, out, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "d", file)
-	if code != 1 || !strings.Contains(out, "pushed 0 traces") || !strings.Contains(out, "; 1 not stored (the push stopped: see below)") || !strings.Contains(errOut, "409") {
+	if code != 1 || !strings.Contains(out, "pushed 0 traces") || !strings.Contains(out, "; 1 not stored (the push stopped: see below)") ||
+		!strings.Contains(errOut, file+`:2:1: index 1 is taken (dataset "d" or an earlier trace of this push has it)`) || strings.Contains(errOut, "UNIQUE") {
 		t.Fatalf("a push of taken indexes: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "", "push", "--server", url, "--dataset", "d", "--on-conflict", "skip", file)
+	if code != 0 || !strings.Contains(out, "pushed 0 traces") || !strings.Contains(out, "; 0 rejected; 1 skipped (index taken)\n") ||
+		errOut != file+`:2:1: index 1 is taken in dataset "d": skipped`+"\n" {
+		t.Fatalf("--on-conflict skip: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "", "push", "--server", url, "--dataset", "d", "--on-conflict", "append", file, file)
+	if code != 0 || !strings.Contains(out, "pushed 2 traces") || !strings.Contains(out, "; 2 given new indexes (theirs were taken)") ||
+		errOut != file+`:2:1: index 1 is taken in dataset "d": stored as index 2`+"\n"+file+`:2:1: index 1 is taken in dataset "d": stored as index 3`+"\n" {
+		t.Fatalf("--on-conflict append: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "", "push", "--server", url, "--dataset", "d", "--on-conflict", "replace", file); code != 2 || !strings.Contains(errOut, "--on-conflict must be fail, skip or append") {
+		t.Fatalf("--on-conflict replace: exit %d: %s", code, errOut)
 	}
 }

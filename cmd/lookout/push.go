@@ -15,6 +15,7 @@ import (
 
 	"github.com/lookout-dev/lookout/client"
 	"github.com/lookout-dev/lookout/internal/formats"
+	"github.com/lookout-dev/lookout/internal/formats/decoding"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -65,10 +66,10 @@ func (f *serverFlags) client() (*client.Client, error) {
 
 func newPushCmd() *cobra.Command {
 	var sf serverFlags
-	var dataset, formatName string
+	var dataset, formatName, onConflict string
 	var batch int
 	cmd := &cobra.Command{
-		Use:   "push --server URL [--api-key K] --dataset NAME FILE...",
+		Use:   "push --server URL [--api-key K] --dataset NAME [--on-conflict fail|skip|append] FILE...",
 		Short: "Push trace files to a Lookout server",
 		Long: `push reads each FILE ("-" for standard input) in any format Lookout reads and
 stores its traces in the dataset NAME on the server (created on first push),
@@ -79,9 +80,16 @@ A trace the importer rejects is reported on standard error with its place
 and skipped. A progress bar is drawn on standard error when it is a terminal;
 a summary line ends the output on standard output.
 
-Exit status: 0 when every trace was stored; 1 when a trace was rejected (by
-the importer or the server); 2 on usage errors, unreadable files and server
-or connection failures.`,
+A trace whose "index" the dataset already holds (the same Explorer file
+pushed twice, or two files with the same indexes) is dealt with as
+--on-conflict says: fail (the default) stops the push there, naming the
+trace by file and line; skip leaves it out and reports it; append stores it
+with an index after the last one and reports it.
+
+Exit status: 0 when every trace was stored (or skipped or given a new index
+as --on-conflict asked); 1 when a trace was rejected (by the importer or the
+server, a taken index with --on-conflict fail included); 2 on usage errors,
+unreadable files and server or connection failures.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := formats.Parse(formatName)
@@ -91,17 +99,23 @@ or connection failures.`,
 			if err := validateDatasetName(dataset); err != nil {
 				return err
 			}
+			switch onConflict {
+			case client.ConflictFail, client.ConflictSkip, client.ConflictAppend:
+			default:
+				return fmt.Errorf("--on-conflict must be fail, skip or append, not %q", onConflict)
+			}
 			c, err := sf.client()
 			if err != nil {
 				return err
 			}
-			return runPush(cmd.Context(), c, dataset, f, batch, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runPush(cmd.Context(), c, pushOptions{dataset: dataset, format: f, batch: batch, onConflict: onConflict}, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	sf.add(cmd)
 	cmd.Flags().StringVar(&dataset, "dataset", "", "dataset to push into (created on first push)")
 	cmd.Flags().StringVar(&formatName, "format", "auto", formatFlagHelp())
 	cmd.Flags().IntVar(&batch, "batch", 500, "traces per request")
+	cmd.Flags().StringVar(&onConflict, "on-conflict", client.ConflictFail, "a trace whose index the dataset holds: fail (stop the push), skip (leave it out) or append (give it an index after the last)")
 	_ = cmd.MarkFlagRequired("dataset")
 	return cmd
 }
@@ -113,10 +127,19 @@ func validateDatasetName(name string) error {
 	return nil
 }
 
-func runPush(ctx context.Context, c *client.Client, dataset string, f formats.Format, batch int, files []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// pushOptions are push's flags.
+type pushOptions struct {
+	dataset    string
+	format     formats.Format
+	batch      int
+	onConflict string
+}
+
+func runPush(ctx context.Context, c *client.Client, opt pushOptions, files []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	dataset, f := opt.dataset, opt.format
 	start := time.Now()
 	var total int64
 	for _, name := range files {
@@ -130,9 +153,21 @@ func runPush(ctx context.Context, c *client.Client, dataset string, f formats.Fo
 	}
 	bar := newProgress(stderr, total)
 	var pushedBytes int64
+	skipped, moved := 0, 0
 	pusher := c.NewPusher(ctx, dataset, client.PusherOptions{
-		BatchTraces: batch,
+		BatchTraces: opt.batch,
 		OnBatch:     func(_ int, n int64) { pushedBytes += n },
+		OnConflict:  opt.onConflict,
+		Conflict: func(place string, index, newIndex int64) {
+			bar.clear()
+			if newIndex < 0 {
+				skipped++
+				fmt.Fprintf(stderr, "%s: index %d is taken in dataset %q: skipped\n", place, index, dataset)
+			} else {
+				moved++
+				fmt.Fprintf(stderr, "%s: index %d is taken in dataset %q: stored as index %d\n", place, index, dataset, newIndex)
+			}
+		},
 	})
 	rejected, sent, unreadable := 0, 0, false
 	var metas [][]byte
@@ -149,9 +184,19 @@ func runPush(ctx context.Context, c *client.Client, dataset string, f formats.Fo
 			}
 			continue
 		}
+		placer, _ := in.dec.(decoding.Placer)
+		nth := 0
 		err = in.each(func(t *trace.Trace) error {
 			sent++
-			return pusher.Add(trace.AppendTrace(nil, t))
+			nth++
+			// The trace's place in the input, for the server's word on it.
+			place := fmt.Sprintf("%s: trace %d", name, nth)
+			if placer != nil {
+				if line, col := placer.Place(); line > 0 {
+					place = fmt.Sprintf("%s:%d:%d", name, line, col)
+				}
+			}
+			return pusher.AddPlaced(trace.AppendTrace(nil, t), place)
 		}, func(err error) {
 			bar.clear()
 			fmt.Fprintln(stderr, err)
@@ -177,11 +222,22 @@ func runPush(ctx context.Context, c *client.Client, dataset string, f formats.Fo
 	rate := float64(stored) / took.Seconds()
 	summary := fmt.Sprintf("pushed %s (%s) from %s to dataset %q in %s (%.0f traces/s); %d rejected",
 		plural(stored, "trace"), humanBytes(pushedBytes), plural(len(files), "file"), dataset, took.Round(time.Millisecond), rate, rejected)
-	if unstored := sent - stored; pushErr != nil && unstored > 0 {
+	if skipped > 0 {
+		summary += fmt.Sprintf("; %d skipped (index taken)", skipped)
+	}
+	if moved > 0 {
+		summary += fmt.Sprintf("; %d given new indexes (theirs were taken)", moved)
+	}
+	if unstored := sent - stored - skipped; pushErr != nil && unstored > 0 {
 		// Read and sent, but in or after a batch the server refused.
 		summary += fmt.Sprintf("; %d not stored (the push stopped: see below)", unstored)
 	}
 	fmt.Fprintln(stdout, summary)
+	var pe *client.PushError
+	if errors.As(pushErr, &pe) && pe.Err.Status == http.StatusConflict {
+		fmt.Fprintf(stderr, "%s: index %d is taken (dataset %q or an earlier trace of this push has it): the push stopped, and this trace's batch was not stored; --on-conflict skip or append stores such traces\n", pe.Place, pe.Index, dataset)
+		return exitError{exitFound}
+	}
 	if pushErr != nil {
 		fmt.Fprintf(stderr, "lookout: push stopped: %v\n", pushErr)
 		var ae *client.Error

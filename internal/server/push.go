@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
@@ -26,6 +27,13 @@ import (
 // "messages", which keeps what the Invariant shape cannot carry (spans,
 // names, indexes, unknown members). Either way the batch is stored in one
 // transaction before the answer: all of it or, on any error, none.
+//
+// "on_conflict" says what becomes of a trace whose "index" the dataset
+// already holds (or an earlier trace of the push gives): "fail" (the
+// default) refuses the push with 409 naming the trace and the index;
+// "skip" stores the others and lists it in "skipped" (its id is null);
+// "append" stores it with an index after the last one and lists it in
+// "reindexed".
 func (s *Server) push(w http.ResponseWriter, r *http.Request, p *principal) error {
 	if err := s.requireUser(r, p); err != nil {
 		return err
@@ -55,16 +63,64 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, p *principal) erro
 		}
 		datasetID = d.ID
 	}
-	ids, err := s.st.AddTraces(r.Context(), p.User.ID, datasetID, batch)
+	res, err := s.st.AddTracesWith(r.Context(), p.User.ID, datasetID, batch, store.AddOptions{OnConflict: req.onConflict})
+	var taken *store.IndexTakenError
+	if errors.As(err, &taken) {
+		return req.indexTaken(taken)
+	}
 	if err != nil {
 		return err
 	}
-	resp := struct {
-		ID      []string `json:"id"`
-		Dataset string   `json:"dataset,omitempty"`
-	}{ids, req.dataset}
+	resp := pushResponse{Dataset: req.dataset, ID: make([]*string, len(res.IDs))}
+	for i := range res.IDs {
+		if res.IDs[i] != "" {
+			resp.ID[i] = &res.IDs[i]
+		}
+	}
+	for _, c := range res.Conflicts {
+		if c.NewIndex < 0 {
+			resp.Skipped = append(resp.Skipped, indexConflictJSON{Trace: c.Trace, Index: c.Index})
+		} else {
+			resp.Reindexed = append(resp.Reindexed, indexConflictJSON{Trace: c.Trace, Index: c.Index, NewIndex: &c.NewIndex})
+		}
+	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
+}
+
+// pushResponse is the answer to a push: the ids in order (null for a
+// trace skipped as its index was taken), and the traces whose index was.
+type pushResponse struct {
+	ID        []*string           `json:"id"`
+	Dataset   string              `json:"dataset,omitempty"`
+	Skipped   []indexConflictJSON `json:"skipped,omitempty"`
+	Reindexed []indexConflictJSON `json:"reindexed,omitempty"`
+}
+
+// indexConflictJSON is a trace of a push whose index was taken.
+type indexConflictJSON struct {
+	Trace    int    `json:"trace"` // its place in the push, from 0
+	Index    int64  `json:"index"`
+	NewIndex *int64 `json:"new_index,omitempty"`
+}
+
+// conflictModes are the values of on_conflict.
+var conflictModes = map[string]store.OnConflict{"fail": store.ConflictFail, "skip": store.ConflictSkip, "append": store.ConflictAppend}
+
+// indexTaken is the 409 of a push refused for a trace whose index is taken:
+// it names the trace by its place in the body and the index.
+func (req *pushRequest) indexTaken(e *store.IndexTakenError) error {
+	path := fmt.Sprintf("$.traces[%d]", e.Trace)
+	if req.hasMessages {
+		path = fmt.Sprintf("$.messages[%d]", e.Trace)
+	}
+	held := fmt.Sprintf("dataset %q already holds it", req.dataset)
+	if e.InBatch >= 0 {
+		held = fmt.Sprintf("trace %d of this push gives it too", e.InBatch)
+	}
+	return &apiError{Status: http.StatusConflict, Code: codeConflict,
+		Message: fmt.Sprintf(`trace %d of this push (%s) has index %d, which %s; nothing was stored (send "on_conflict": "skip" or "append" to store the others)`, e.Trace, path, e.Index, held),
+		Details: map[string]any{"trace": e.Trace, "index": e.Index, "path": path + ".index"}}
 }
 
 // pushRequest is the body of a push, decoded.
@@ -75,6 +131,7 @@ type pushRequest struct {
 	annotations [][]trace.Annotation
 	metadata    []json.RawMessage
 	dataset     string
+	onConflict  store.OnConflict
 	hasMessages bool
 	hasTraces   bool
 	hasAnns     bool
@@ -145,6 +202,19 @@ func decodePush(r *http.Request) (pushRequest, error) {
 			})
 		},
 		"dataset": optStr(&req.dataset, &req.hasDataset, "dataset (a name)"),
+		"on_conflict": func(s *jsonscan.Scanner) error {
+			at := s.Offset()
+			v, err := s.String("on_conflict")
+			if err != nil {
+				return err
+			}
+			m, ok := conflictModes[v]
+			if !ok {
+				return s.ErrorAt(at, `on_conflict must be "fail", "skip" or "append", not %q`, v)
+			}
+			req.onConflict = m
+			return nil
+		},
 	})
 	req.body = body
 	return req, err

@@ -53,7 +53,10 @@ func toDecodeErrorJSON(err error) decodeErrorJSON {
 // ?mode=skip-invalid: the valid traces are stored and the rejected ones
 // reported. Either way the stored traces go in one transaction, so an upload
 // cut off half-way leaves none of it. A dataset metadata line in the file is
-// merged into the dataset's metadata.
+// merged into the dataset's metadata. ?on_conflict= says what becomes of a
+// trace whose "index" the dataset already holds: fail (the default: 409
+// naming its file and line), skip (listed in "skipped"), or append (stored
+// with an index after the last one, listed in "reindexed").
 //
 // With "Accept: text/event-stream" the answer is 200 and a stream of
 // server-sent events: "progress" events {"stage": "reading"|"storing",
@@ -81,8 +84,12 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, p *principal) er
 	if err != nil {
 		return errorf(http.StatusBadRequest, codeBadRequest, "%s", err.Error())
 	}
+	onConflict, ok := conflictModes[orDefault(q.Get("on_conflict"), "fail")]
+	if !ok {
+		return errorf(http.StatusBadRequest, codeBadRequest, "on_conflict must be fail, skip or append, not %q", q.Get("on_conflict"))
+	}
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
-		res, err := s.importUpload(r, p, d, mode, format, nil)
+		res, err := s.importUpload(r, p, d, mode, onConflict, format, nil)
 		if err != nil {
 			return err
 		}
@@ -96,7 +103,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, p *principal) er
 	_ = http.NewResponseController(w).EnableFullDuplex()
 	event := eventStream(w)
 	last := time.Time{}
-	res, err := s.importUpload(r, p, d, mode, format, func(pr uploadProgress) {
+	res, err := s.importUpload(r, p, d, mode, onConflict, format, func(pr uploadProgress) {
 		if pr.Stage == "reading" && time.Since(last) < 250*time.Millisecond {
 			return
 		}
@@ -124,14 +131,25 @@ type uploadProgress struct {
 }
 
 type uploadResult struct {
-	Dataset datasetJSON       `json:"dataset"`
-	Stored  int               `json:"stored"`
-	IDs     []string          `json:"ids"`
-	Skipped []decodeErrorJSON `json:"skipped"`
+	Dataset   datasetJSON       `json:"dataset"`
+	Stored    int               `json:"stored"`
+	IDs       []string          `json:"ids"`
+	Skipped   []decodeErrorJSON `json:"skipped"`
+	Reindexed []reindexedJSON   `json:"reindexed,omitempty"`
+}
+
+// reindexedJSON is a trace of an upload stored with a new index, as its
+// own was taken (on_conflict=append).
+type reindexedJSON struct {
+	File     string `json:"file"`
+	Line     int    `json:"line,omitempty"`
+	Col      int    `json:"col,omitempty"`
+	Index    int64  `json:"index"`
+	NewIndex int64  `json:"new_index"`
 }
 
 // importUpload reads the uploaded file and stores its traces.
-func (s *Server) importUpload(r *http.Request, p *principal, d store.Dataset, mode string, format formats.Format, progress func(uploadProgress)) (*uploadResult, error) {
+func (s *Server) importUpload(r *http.Request, p *principal, d store.Dataset, mode string, onConflict store.OnConflict, format formats.Format, progress func(uploadProgress)) (*uploadResult, error) {
 	if progress == nil {
 		progress = func(uploadProgress) {}
 	}
@@ -153,6 +171,8 @@ func (s *Server) importUpload(r *http.Request, p *principal, d store.Dataset, mo
 		return nil, err
 	}
 	var batch []store.NewTrace
+	var places [][2]int // where each trace of batch starts in the file
+	placer, _ := dec.(decoding.Placer)
 	var problems []decodeErrorJSON
 	for {
 		t, err := dec.Next()
@@ -177,6 +197,10 @@ func (s *Server) importUpload(r *http.Request, p *principal, d store.Dataset, mo
 		_, nt.Hierarchy = nameAndHierarchy(t.Metadata)
 		t.Annotations = nil
 		batch = append(batch, nt)
+		if placer != nil {
+			line, col := placer.Place()
+			places = append(places, [2]int{line, col})
+		}
 		progress(uploadProgress{Stage: "reading", Bytes: src.n, Traces: len(batch), Errors: len(problems)})
 	}
 	if mode == modeAllOrNothing && len(problems) > 0 {
@@ -188,10 +212,45 @@ func (s *Server) importUpload(r *http.Request, p *principal, d store.Dataset, mo
 		}
 	}
 	progress(uploadProgress{Stage: "storing", Bytes: src.n, Traces: len(batch), Errors: len(problems)})
+	// where names a trace of batch by its place in the file.
+	where := func(i int) (string, int, int) {
+		if i < len(places) && places[i][0] > 0 {
+			return fmt.Sprintf("%s:%d:%d", name, places[i][0], places[i][1]), places[i][0], places[i][1]
+		}
+		return fmt.Sprintf("%s: trace %d", name, i+1), 0, 0
+	}
 	ids := []string{}
+	var reindexed []reindexedJSON
 	if len(batch) > 0 {
-		if ids, err = s.st.AddTraces(r.Context(), p.User.ID, d.ID, batch); err != nil {
+		res, err := s.st.AddTracesWith(r.Context(), p.User.ID, d.ID, batch, store.AddOptions{OnConflict: onConflict})
+		var taken *store.IndexTakenError
+		if errors.As(err, &taken) {
+			at, line, col := where(taken.Trace)
+			held := fmt.Sprintf("dataset %q already holds it", d.Name)
+			if taken.InBatch >= 0 {
+				other, _, _ := where(taken.InBatch)
+				held = "so does the trace at " + other
+			}
+			return nil, &apiError{Status: http.StatusConflict, Code: codeConflict,
+				Message: fmt.Sprintf("%s: index %d is taken: %s; nothing was stored (?on_conflict=skip or append stores the others)", at, taken.Index, held),
+				Details: map[string]any{"file": name, "line": line, "col": col, "path": "$.index", "index": taken.Index}}
+		}
+		if err != nil {
 			return nil, err
+		}
+		for _, id := range res.IDs {
+			if id != "" {
+				ids = append(ids, id)
+			}
+		}
+		for _, c := range res.Conflicts {
+			at, line, col := where(c.Trace)
+			if c.NewIndex < 0 {
+				msg := fmt.Sprintf("index %d is taken: dataset %q already holds it; not stored (on_conflict=skip)", c.Index, d.Name)
+				problems = append(problems, decodeErrorJSON{File: name, Line: line, Col: col, Path: "$.index", Message: msg, Text: at + ": $.index: " + msg})
+			} else {
+				reindexed = append(reindexed, reindexedJSON{File: name, Line: line, Col: col, Index: c.Index, NewIndex: c.NewIndex})
+			}
 		}
 	}
 	if meta := dec.DatasetMetadata(); len(meta) > 0 && string(meta) != "{}" {
@@ -205,7 +264,7 @@ func (s *Server) importUpload(r *http.Request, p *principal, d store.Dataset, mo
 	if problems == nil {
 		problems = []decodeErrorJSON{}
 	}
-	return &uploadResult{Dataset: toDatasetJSON(d), Stored: len(ids), IDs: ids, Skipped: problems}, nil
+	return &uploadResult{Dataset: toDatasetJSON(d), Stored: len(ids), IDs: ids, Skipped: problems, Reindexed: reindexed}, nil
 }
 
 // uploadedFile returns the file of an upload and its name.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/search"
@@ -171,13 +172,61 @@ type NewTrace struct {
 	Hierarchy   []string
 }
 
+// OnConflict says what AddTracesWith does with a trace whose given index
+// its dataset already holds, or an earlier trace of the batch gives too.
+type OnConflict uint8
+
+const (
+	ConflictFail   OnConflict = iota // the batch fails with *IndexTakenError (ErrConflict)
+	ConflictSkip                     // the trace is not stored
+	ConflictAppend                   // the trace gets an index after the last one
+)
+
+// AddOptions tune AddTracesWith.
+type AddOptions struct {
+	OnConflict OnConflict
+}
+
+// AddResult is what AddTracesWith did.
+type AddResult struct {
+	IDs       []string        // one per trace, in order; "" for a skipped one
+	Conflicts []IndexConflict // the traces whose index was taken, in order
+}
+
+// IndexConflict is a trace of a batch whose given index was taken.
+type IndexConflict struct {
+	Trace    int   // its place in the batch, from 0
+	Index    int64 // the index it gave
+	NewIndex int64 // with ConflictAppend, the index it got; -1 when skipped
+}
+
+// IndexTakenError fails a batch (ConflictFail) at its first trace whose
+// given index was taken. It is ErrConflict.
+type IndexTakenError struct {
+	Trace   int   // the trace's place in the batch, from 0
+	Index   int64 // its index
+	InBatch int   // the earlier trace of the batch with the index; -1 when the dataset holds it
+}
+
+func (e *IndexTakenError) Error() string {
+	if e.InBatch >= 0 {
+		return fmt.Sprintf("index %d %s in the batch: traces %d and %d give it", e.Index, ErrConflict, e.InBatch, e.Trace)
+	}
+	return fmt.Sprintf("index %d %s in the dataset: trace %d of the batch gives it", e.Index, ErrConflict, e.Trace)
+}
+
+func (e *IndexTakenError) Unwrap() error { return ErrConflict }
+
 // Traces keeps traces.
 type Traces interface {
 	// AddTraces stores traces atomically: all of them or, on any error, none.
 	// In a dataset each gets the next index (a trace's own Index is kept
-	// when given and free; a taken one is ErrConflict). Returns the new ids in
-	// order. The dataset's LastPushed is updated.
+	// when given and free; a taken one is an *IndexTakenError, ErrConflict).
+	// Returns the new ids in order. The dataset's LastPushed is updated.
 	AddTraces(ctx context.Context, ownerID, datasetID string, traces []NewTrace) ([]string, error)
+	// AddTracesWith is AddTraces with options: what becomes of a trace
+	// whose given index is taken.
+	AddTracesWith(ctx context.Context, ownerID, datasetID string, traces []NewTrace, opt AddOptions) (AddResult, error)
 	Trace(ctx context.Context, id string) (StoredTrace, error)
 	// ListTraces lists a dataset's traces by index.
 	ListTraces(ctx context.Context, datasetID string, page Page) (items []TraceSummary, next string, err error)

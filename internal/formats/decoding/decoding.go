@@ -26,6 +26,12 @@ type Decoder interface {
 	DatasetMetadata() json.RawMessage
 }
 
+// Placer is a Decoder that tells where in its input the trace Next last
+// returned starts (1-based line and column), or 0, 0 when it cannot say.
+type Placer interface {
+	Place() (line, col int)
+}
+
 // Error is a problem in the input, with its place.
 type Error struct {
 	File        string

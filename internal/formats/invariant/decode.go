@@ -93,6 +93,7 @@ func NewDecoder(r io.Reader, file string) decoding.Decoder {
 type result struct {
 	tr  *trace.Trace
 	err *decoding.Error
+	at  [2]int // line and column where the trace starts; 0, 0 when not known
 }
 
 // Line kinds of an Explorer JSONL file.
@@ -132,7 +133,13 @@ type decoder struct {
 	fieldsTmp  []rawField        // reused while collecting members
 	probe      *jsonscan.Scanner // second scanner for look-ahead
 	rs         *jsonscan.Scanner // scanner for the elements of a list of runs
+	at         [2]int            // where the row being decoded starts
+	last       [2]int            // where the trace Next last returned starts
 }
+
+// Place is where the trace Next last returned starts: its line (JSONL) or
+// its value; 0, 0 for the elements of a list of runs and a SWE-agent file.
+func (d *decoder) Place() (line, col int) { return d.last[0], d.last[1] }
 
 func (d *decoder) DatasetMetadata() json.RawMessage { return d.meta }
 
@@ -146,6 +153,7 @@ func (d *decoder) Next() (*trace.Trace, error) {
 			if d.readyAt == len(d.ready) {
 				d.ready, d.readyAt = d.ready[:0], 0
 			}
+			d.last = r.at
 			if r.err != nil {
 				if !r.err.Recoverable {
 					d.done, d.ready, d.readyAt, d.runs, d.pending, d.pendingErr = true, nil, 0, nil, nil, nil
@@ -169,7 +177,7 @@ func (d *decoder) Next() (*trace.Trace, error) {
 }
 
 func (d *decoder) push(tr *trace.Trace, err *decoding.Error) {
-	d.ready = append(d.ready, result{tr, err})
+	d.ready = append(d.ready, result{tr, err, d.at})
 }
 
 func (d *decoder) fatal(err *decoding.Error) {
@@ -367,6 +375,7 @@ func (d *decoder) readLine() {
 // line decodes one row under the Explorer rules; it returns nil, nil for
 // the metadata row. Errors are placed but not yet marked Recoverable.
 func (d *decoder) line(v decoding.Value, row int) (*trace.Trace, *decoding.Error) {
+	d.at = [2]int{v.Line, v.Col}
 	switch firstByte(v.Data) {
 	case '{':
 		return d.objectLine(v, row)

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CorpusRoundTrip", testCorpusRoundTrip},
 		{"TraceFields", testTraceFields},
 		{"IndexAssignment", testIndexes},
+		{"IndexConflicts", testIndexConflicts},
 		{"AddTracesErrors", testAddTracesErrors},
 		{"Pagination", testPagination},
 		{"AppendEvents", testAppendEvents},
@@ -749,6 +750,82 @@ func testTraceFields(t *testing.T, open func(t *testing.T) store.Store) {
 	e.add(alice.ID, d.ID, nt)
 	if canonical(nt.Trace) != before {
 		t.Error("AddTraces changed the trace it was given")
+	}
+}
+
+// testIndexConflicts: a trace whose given index is taken (by the dataset,
+// or by an earlier trace of the batch) fails the batch naming the trace and
+// the index, is skipped, or is given an index after the last one, as asked;
+// the other traces are stored either way.
+func testIndexConflicts(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	alice := e.user("alice")
+	type want struct {
+		ids       string // per trace: "+" stored, "-" skipped
+		conflicts string // "trace:index>new" ...
+		indexes   string // the dataset's indexes after, in order
+	}
+	cases := []struct {
+		name string
+		mode store.OnConflict
+		want want
+	}{
+		{"skip", store.ConflictSkip, want{"+-+-", "1:1>-1 3:7>-1", "0 1 2 5 7 8"}},
+		{"append", store.ConflictAppend, want{"++++", "1:1>8 3:7>10", "0 1 2 5 7 8 9 10"}},
+	}
+	// The dataset holds 0 1 2 7; the batch gives 5 (free), 1 (taken), no
+	// index, and 7 (taken).
+	batch := func() []store.NewTrace {
+		return []store.NewTrace{simple("a", 1, idx(5)), simple("b", 1, idx(1)), simple("c", 1, nil), simple("d", 1, idx(7))}
+	}
+	for ci, c := range cases {
+		d := e.dataset(alice, fmt.Sprintf("conflicts-%d", ci), false)
+		e.add(alice.ID, d.ID, simple("x", 1, nil), simple("y", 1, nil), simple("z", 1, nil))
+		e.add(alice.ID, d.ID, simple("w", 1, idx(7)))
+		// Fail (the default): nothing stored, the first clash named.
+		_, err := e.st.AddTraces(e.ctx, alice.ID, d.ID, batch())
+		var taken *store.IndexTakenError
+		if !errors.As(err, &taken) || !errors.Is(err, store.ErrConflict) || taken.Trace != 1 || taken.Index != 1 || taken.InBatch != -1 {
+			t.Fatalf("%s: fail: %v, want trace 1's index 1 taken by the dataset", c.name, err)
+		}
+		in := []store.NewTrace{simple("p", 1, idx(20)), simple("q", 1, idx(20))}
+		if _, err := e.st.AddTracesWith(e.ctx, alice.ID, d.ID, in, store.AddOptions{}); !errors.As(err, &taken) || taken.Trace != 1 || taken.InBatch != 0 {
+			t.Errorf("%s: an index twice in the batch: %v", c.name, err)
+		}
+		res, err := e.st.AddTracesWith(e.ctx, alice.ID, d.ID, batch(), store.AddOptions{OnConflict: c.mode})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var ids, conf []string
+		for _, id := range res.IDs {
+			ids = append(ids, map[bool]string{true: "+", false: "-"}[id != ""])
+		}
+		for _, x := range res.Conflicts {
+			conf = append(conf, fmt.Sprintf("%d:%d>%d", x.Trace, x.Index, x.NewIndex))
+		}
+		if got := strings.Join(ids, ""); got != c.want.ids || strings.Join(conf, " ") != c.want.conflicts {
+			t.Errorf("%s: ids %s conflicts %v, want %s %s", c.name, got, conf, c.want.ids, c.want.conflicts)
+		}
+		// The others are stored: the trace with no index gets the next one.
+		var idxs []string
+		for _, s := range e.listAll(d.ID, 0) {
+			idxs = append(idxs, fmt.Sprint(s.Index))
+		}
+		if got := strings.Join(idxs, " "); got != c.want.indexes {
+			t.Errorf("%s: indexes %s, want %s", c.name, got, c.want.indexes)
+		}
+		if got := e.ds(d.ID).TraceCount; got != int64(len(idxs)) {
+			t.Errorf("%s: trace count %d, want %d", c.name, got, len(idxs))
+		}
+		// A moved trace reads back with its new index.
+		for _, x := range res.Conflicts {
+			if x.NewIndex < 0 {
+				continue
+			}
+			if st := e.get(res.IDs[x.Trace]); st.Index != x.NewIndex || st.Trace.Index == nil || *st.Trace.Index != x.NewIndex {
+				t.Errorf("%s: trace %d stored at %d, content index %v, want %d", c.name, x.Trace, st.Index, st.Trace.Index, x.NewIndex)
+			}
+		}
 	}
 }
 

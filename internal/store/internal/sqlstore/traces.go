@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
@@ -230,38 +231,175 @@ func (s *Store) AppendEvents(ctx context.Context, id string, events []trace.Even
 
 // AddTraces stores a batch of traces in one transaction: all or none.
 func (s *Store) AddTraces(ctx context.Context, ownerID, datasetID string, traces []store.NewTrace) ([]string, error) {
+	res, err := s.AddTracesWith(ctx, ownerID, datasetID, traces, store.AddOptions{})
+	return res.IDs, err
+}
+
+// AddTracesWith stores a batch of traces in one transaction, with what
+// becomes of a trace whose given index is taken.
+func (s *Store) AddTracesWith(ctx context.Context, ownerID, datasetID string, traces []store.NewTrace, opt store.AddOptions) (store.AddResult, error) {
 	if !storeutil.ValidID(ownerID) {
-		return nil, s.notFound("add traces: owner %q", ownerID)
+		return store.AddResult{}, s.notFound("add traces: owner %q", ownerID)
 	}
 	if datasetID != "" && !storeutil.ValidID(datasetID) {
-		return nil, s.notFound("add traces: dataset %q", datasetID)
+		return store.AddResult{}, s.notFound("add traces: dataset %q", datasetID)
 	}
 	now := storeutil.Now()
 	rows, err := storeutil.PrepareTraces(traces, now)
 	if err != nil {
-		return nil, s.errorf("add traces: %w", err)
+		return store.AddResult{}, s.errorf("add traces: %w", err)
 	}
 	if len(rows) == 0 {
 		if datasetID != "" {
 			if _, err := s.Dataset(ctx, datasetID); err != nil {
-				return nil, err
+				return store.AddResult{}, err
 			}
 		}
-		return []string{}, nil
+		return store.AddResult{IDs: []string{}}, nil
 	}
+	gives := false
+	for i := range rows {
+		gives = gives || rows[i].Given != nil
+	}
+	var res store.AddResult
 	err = s.Write(ctx, func(tx Querier) error {
-		if err := s.Hooks.InsertTraces(ctx, tx, ownerID, datasetID, rows, now); err != nil {
+		ins := rows
+		res.Conflicts = nil
+		if datasetID != "" && gives {
+			var err error
+			if ins, res.Conflicts, err = s.resolveIndexes(ctx, tx, datasetID, traces, rows, opt.OnConflict); err != nil {
+				return err
+			}
+		}
+		if len(ins) == 0 {
+			return nil
+		}
+		if err := s.Hooks.InsertTraces(ctx, tx, ownerID, datasetID, ins, now); err != nil {
 			return err
 		}
-		return s.Enqueue(ctx, tx, rowIDs(rows))
+		return s.Enqueue(ctx, tx, rowIDs(ins))
 	})
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		var taken *store.IndexTakenError
+		if errors.Is(err, store.ErrNotFound) || errors.As(err, &taken) {
+			return store.AddResult{}, err
+		}
+		return store.AddResult{}, s.Fail(ctx, err, "add traces")
+	}
+	res.IDs = rowIDs(rows)
+	for _, c := range res.Conflicts {
+		if c.NewIndex < 0 {
+			res.IDs[c.Trace] = ""
+		}
+	}
+	return res, nil
+}
+
+// resolveIndexes finds the traces of a batch into a dataset whose given
+// index the dataset holds, or an earlier trace of the batch gives, and
+// deals with them as mode says. It returns the rows to insert (rows is
+// left as it is, so a retried transaction starts again from it) and the
+// conflicts. The dataset's row is locked first, so that no other batch
+// takes an index between the check and the insert.
+func (s *Store) resolveIndexes(ctx context.Context, tx Querier, datasetID string, traces []store.NewTrace, rows []storeutil.Row, mode store.OnConflict) ([]storeutil.Row, []store.IndexConflict, error) {
+	var next int64
+	if err := tx.QueryRow(ctx, `SELECT next_index FROM datasets WHERE id = $1`+s.D.ForUpdate, datasetID).Scan(&next); err != nil {
+		return nil, nil, err
+	}
+	var given []int64
+	for i := range rows {
+		if rows[i].Given != nil {
+			given = append(given, *rows[i].Given)
+		}
+	}
+	taken, err := s.takenIndexes(ctx, tx, datasetID, given)
+	if err != nil {
+		return nil, nil, err
+	}
+	var conflicts []store.IndexConflict
+	var moved []int // places in ins of the traces that get a new index
+	first := map[int64]int{}
+	ins := make([]storeutil.Row, 0, len(rows))
+	for i, r := range rows {
+		if r.Given != nil {
+			g := *r.Given
+			prev, inBatch := first[g]
+			if !taken[g] && !inBatch {
+				first[g] = i
+			} else {
+				switch mode {
+				case store.ConflictSkip:
+					conflicts = append(conflicts, store.IndexConflict{Trace: i, Index: g, NewIndex: -1})
+					continue
+				case store.ConflictAppend:
+					conflicts = append(conflicts, store.IndexConflict{Trace: i, Index: g})
+					moved = append(moved, len(ins))
+					r.Given = nil
+				default:
+					if !inBatch {
+						prev = -1
+					}
+					return nil, nil, &store.IndexTakenError{Trace: i, Index: g, InBatch: prev}
+				}
+			}
+		}
+		ins = append(ins, r)
+	}
+	if len(moved) > 0 {
+		// The indexes the backend will assign (the same computation on
+		// the same next_index), so that each moved trace's stored content
+		// carries its new index.
+		g := make([]*int64, len(ins))
+		for j := range ins {
+			g[j] = ins[j].Given
+		}
+		idx, _ := storeutil.AssignIndexes(next, g)
+		k := 0
+		for ci := range conflicts {
+			j := moved[k]
+			k++
+			conflicts[ci].NewIndex = idx[j]
+			t := *traces[conflicts[ci].Trace].Trace
+			t.Index = &conflicts[ci].NewIndex
+			ins[j].Content, ins[j].Encoding = storeutil.EncodeContent(&t)
+		}
+	}
+	return ins, conflicts, nil
+}
+
+// takenIndexes returns which of the indexes the dataset holds.
+func (s *Store) takenIndexes(ctx context.Context, tx Querier, datasetID string, idx []int64) (map[int64]bool, error) {
+	taken := map[int64]bool{}
+	const chunk = 500
+	for len(idx) > 0 {
+		n := min(len(idx), chunk)
+		q := make([]byte, 0, 64+8*n)
+		q = append(q, `SELECT idx FROM traces WHERE dataset_id = $1 AND idx IN (`...)
+		args := make([]any, 0, n+1)
+		args = append(args, datasetID)
+		for i, x := range idx[:n] {
+			if i > 0 {
+				q = append(q, ',')
+			}
+			q = append(q, '$')
+			q = strconv.AppendInt(q, int64(i+2), 10)
+			args = append(args, x)
+		}
+		q = append(q, ')')
+		rows, err := tx.Query(ctx, string(q), args...)
+		got, err := collect(rows, err, func(r Row) (int64, error) {
+			var v int64
+			return v, r.Scan(&v)
+		})
+		if err != nil {
 			return nil, err
 		}
-		return nil, s.Fail(ctx, err, "add traces")
+		for _, v := range got {
+			taken[v] = true
+		}
+		idx = idx[n:]
 	}
-	return rowIDs(rows), nil
+	return taken, nil
 }
 
 func rowIDs(rows []storeutil.Row) []string {
