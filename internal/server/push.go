@@ -63,7 +63,8 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, p *principal) erro
 		}
 		datasetID = d.ID
 	}
-	res, err := s.st.AddTracesWith(r.Context(), p.User.ID, datasetID, batch, store.AddOptions{OnConflict: req.onConflict})
+	// The traces are the request's: handed over, the index need not decode them.
+	res, err := s.st.AddTracesWith(r.Context(), p.User.ID, datasetID, batch, store.AddOptions{OnConflict: req.onConflict, HandOver: true})
 	var taken *store.IndexTakenError
 	if errors.As(err, &taken) {
 		return req.indexTaken(taken)

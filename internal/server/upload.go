@@ -222,7 +222,7 @@ func (s *Server) importUpload(r *http.Request, p *principal, d store.Dataset, mo
 	ids := []string{}
 	var reindexed []reindexedJSON
 	if len(batch) > 0 {
-		res, err := s.st.AddTracesWith(r.Context(), p.User.ID, d.ID, batch, store.AddOptions{OnConflict: onConflict})
+		res, err := s.st.AddTracesWith(r.Context(), p.User.ID, d.ID, batch, store.AddOptions{OnConflict: onConflict, HandOver: true})
 		var taken *store.IndexTakenError
 		if errors.As(err, &taken) {
 			at, line, col := where(taken.Trace)

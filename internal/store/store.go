@@ -185,6 +185,10 @@ const (
 // AddOptions tune AddTracesWith.
 type AddOptions struct {
 	OnConflict OnConflict
+	// HandOver gives the traces to the store: the caller changes none of
+	// them after the call, and the search index may use them as they are
+	// instead of decoding what was stored.
+	HandOver bool
 }
 
 // AddResult is what AddTracesWith did.

@@ -126,7 +126,7 @@ func (st *indexStep) Queued(ctx context.Context, n int, datasetID string) ([]ind
 }
 
 func (st *indexStep) Traces(ctx context.Context, ids []string, fn func(id string, t *trace.Trace, bad error)) error {
-	return storedTraces(ctx, st.tx, ids, fn)
+	return storedTraces(ctx, st.tx, ids, st.s.handover, fn)
 }
 
 // storedTraces calls fn with each stored trace of ids, decoded (those gone
@@ -134,7 +134,7 @@ func (st *indexStep) Traces(ctx context.Context, ids []string, fn func(id string
 // on the pool or in a transaction.
 func storedTraces(ctx context.Context, q interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}, ids []string, fn func(id string, t *trace.Trace, bad error)) error {
+}, ids []string, h *indexer.Handover, fn func(id string, t *trace.Trace, bad error)) error {
 	rows, err := q.Query(ctx, `SELECT id::text, metadata, encoding, content FROM traces WHERE id = ANY($1::uuid[])`, ids)
 	if err != nil {
 		return err
@@ -146,6 +146,10 @@ func storedTraces(ctx context.Context, q interface {
 		var enc int16
 		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
 			return err
+		}
+		if t := h.Take(id, content, meta); t != nil {
+			fn(id, t, nil)
+			continue
 		}
 		t, err := storeutil.DecodeContent(content, int(enc), meta)
 		fn(id, t, err)

@@ -41,6 +41,8 @@ type Store struct {
 	pool *pgxpool.Pool
 	an   analyzer
 	ix   *indexer.Indexer
+	// handover: traces just written, decoded, for the indexer
+	handover *indexer.Handover
 }
 
 var _ store.Store = (*Store)(nil)
@@ -78,7 +80,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	s := &Store{pool: pool}
 	q := sqlstore.Pgx(pool)
-	s.Store = sqlstore.Store{D: sqlstore.Postgres, R: q, W: q, Fail: fail, Hooks: hooks{s},
+	s.handover = indexer.NewDefaultHandover()
+	s.Store = sqlstore.Store{D: sqlstore.Postgres, R: q, W: q, Fail: fail, Hooks: hooks{s}, Handover: s.handover,
 		Read: func(ctx context.Context, fn func(sqlstore.Querier) error) error {
 			return s.read(ctx, func(tx pgx.Tx) error { return fn(sqlstore.Pgx(tx)) })
 		},
@@ -86,7 +89,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 			return s.write(ctx, func(tx pgx.Tx) error { return fn(sqlstore.Pgx(tx)) })
 		},
 	}
-	s.Traces = spanstore.New(spanstore.Backend{Reader: spanReader{s.pool}, Write: s.writeSpans, NotFound: notFound, Fail: fail})
+	s.Traces = spanstore.New(spanstore.Backend{Reader: spanReader{s.pool}, Write: s.writeSpans, NotFound: notFound, Fail: fail, Handover: s.handover})
 	if err := s.ensureIndex(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: search index: %w", err)

@@ -337,7 +337,7 @@ func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) 
 		at[ts[i].ID], ids[i] = i, ts[i].ID
 	}
 	var bad error
-	err := storedTraces(ctx, s.pool, ids, func(id string, t *trace.Trace, err error) {
+	err := storedTraces(ctx, s.pool, ids, nil, func(id string, t *trace.Trace, err error) {
 		if err != nil {
 			bad = cmp.Or(bad, fmt.Errorf("trace %s: %w", id, err))
 			return

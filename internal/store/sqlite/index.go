@@ -255,12 +255,13 @@ func (st *indexStep) Queued(ctx context.Context, n int, datasetID string) ([]ind
 }
 
 func (st *indexStep) Traces(ctx context.Context, ids []string, fn func(id string, t *trace.Trace, bad error)) error {
-	return st.s.storedTraces(ctx, ids, fn)
+	return st.s.storedTraces(ctx, ids, st.s.handover, fn)
 }
 
 // storedTraces calls fn with each stored trace of ids, decoded (those gone
-// are not given; a trace that does not decode comes with its error).
-func (s *Store) storedTraces(ctx context.Context, ids []string, fn func(id string, t *trace.Trace, bad error)) error {
+// are not given; a trace that does not decode comes with its error), or as
+// handed over in h (nil: none).
+func (s *Store) storedTraces(ctx context.Context, ids []string, h *indexer.Handover, fn func(id string, t *trace.Trace, bad error)) error {
 	list, _ := json.Marshal(ids)
 	rows, err := s.r.QueryContext(ctx, `SELECT id, metadata, encoding, content FROM traces WHERE id IN (SELECT value FROM json_each(?))`, string(list))
 	return eachRow(rows, err, func(rows *sql.Rows) error {
@@ -269,6 +270,10 @@ func (s *Store) storedTraces(ctx context.Context, ids []string, fn func(id strin
 		var enc int
 		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
 			return err
+		}
+		if t := h.Take(id, content, meta); t != nil {
+			fn(id, t, nil)
+			return nil
 		}
 		t, err := storeutil.DecodeContent(content, enc, meta)
 		fn(id, t, err)

@@ -453,7 +453,7 @@ func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) 
 		at[ts[i].ID], ids[i] = i, ts[i].ID
 	}
 	var bad error
-	err := s.storedTraces(ctx, ids, func(id string, t *trace.Trace, err error) {
+	err := s.storedTraces(ctx, ids, nil, func(id string, t *trace.Trace, err error) {
 		if err != nil {
 			bad = cmp.Or(bad, fmt.Errorf("trace %s: %w", id, err))
 			return

@@ -41,11 +41,13 @@ type Store struct {
 	sqlstore.Store
 	// store.SpanTraces, over the statements of otel.go
 	spanstore.Traces
-	w    *sql.DB // one connection: all writes, serialized
-	r    *sql.DB // read-only connections, the index file attached
-	iw   *sql.DB // one connection: the index file's writes
-	ix   *indexer.Indexer
-	path string
+	w  *sql.DB // one connection: all writes, serialized
+	r  *sql.DB // read-only connections, the index file attached
+	iw *sql.DB // one connection: the index file's writes
+	ix *indexer.Indexer
+	// handover: traces just written, decoded, for the indexer
+	handover *indexer.Handover
+	path     string
 }
 
 var _ store.Store = (*Store)(nil)
@@ -109,7 +111,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
 	s := &Store{w: w, r: r, iw: iw, path: path}
-	s.Store = sqlstore.Store{D: sqlstore.SQLite, R: sqlstore.SQL(r), W: sqlstore.SQL(w), Fail: fail, Hooks: hooks{},
+	s.handover = indexer.NewDefaultHandover()
+	s.Store = sqlstore.Store{D: sqlstore.SQLite, R: sqlstore.SQL(r), W: sqlstore.SQL(w), Fail: fail, Hooks: hooks{}, Handover: s.handover,
 		// A read of two statements needs no snapshot here: every write
 		// that could come between them is the caller's own.
 		Read: func(ctx context.Context, fn func(sqlstore.Querier) error) error { return fn(sqlstore.SQL(r)) },
@@ -117,7 +120,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			return s.write(ctx, func(tx *sql.Tx) error { return fn(sqlstore.SQL(tx)) })
 		},
 	}
-	s.Traces = spanstore.New(spanstore.Backend{Reader: spanReader{s.r}, Write: s.writeSpans, NotFound: notFound, Fail: fail})
+	s.Traces = spanstore.New(spanstore.Backend{Reader: spanReader{s.r}, Write: s.writeSpans, NotFound: notFound, Fail: fail, Handover: s.handover})
 	if err := s.ensureIndex(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %s: search index: %w", path, err)

@@ -70,7 +70,13 @@ func testSearchRightAfterWrite(t *testing.T, open func(t *testing.T) store.Store
 	for i := range 15 {
 		word := fmt.Sprintf("zqnow%04dx", i)
 		tr := &trace.Trace{Events: []trace.Event{{Role: "user", Content: trace.TextContent("please find " + word)}}}
-		ids := e.add(u.ID, d.ID, store.NewTrace{Trace: tr})
+		// Handed over, as the server's push does: the indexer takes the
+		// trace as it is instead of decoding it.
+		res, err := e.st.AddTracesWith(e.ctx, u.ID, d.ID, []store.NewTrace{{Trace: tr}}, store.AddOptions{HandOver: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := res.IDs
 		if n := find(word); n != 1 {
 			t.Fatalf("trace %d: a search right after its push finds %d traces, want 1", i, n)
 		}

@@ -49,6 +49,7 @@ func mergeSpans(stored map[string][]byte, add []store.StoredSpan) (all [][]byte,
 // spanBuild is one group of SpanTraces.AddSpans made ready to write.
 type spanBuild struct {
 	Row   storeutil.Row      // the rebuilt trace (Row.ID is new: used for a new trace only)
+	Trace *trace.Trace       // what Row holds, for the search index's handover
 	Write []store.StoredSpan // the group's spans to write, deduplicated
 	Err   error              // the build failed: write nothing for the group
 }
@@ -73,7 +74,7 @@ func buildSpanGroups(groups []store.SpanGroup, stored []map[string][]byte,
 			out[i].Err = err
 			return
 		}
-		out[i].Row = rows[0]
+		out[i].Row, out[i].Trace = rows[0], t
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(groups))
 	if workers < 2 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -28,6 +29,8 @@ type Backend struct {
 	// Fail wraps err with what was being done, mapping it to the store's
 	// errors.
 	Fail func(ctx context.Context, err error, format string, args ...any) error
+	// Handover takes the traces built to the search indexer; nil for none.
+	Handover *indexer.Handover
 }
 
 // Rows are the rows of a query, as *sql.Rows gives them (pgx.Rows with
@@ -147,7 +150,9 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 	}
 	now := storeutil.Now()
 	built := buildSpanGroups(groups, stored, build, now)
+	var committed []builtTrace
 	err = b.Write(ctx, func(tx Tx) error {
+		committed = committed[:0]
 		next, err := nextIndex(ctx, tx, b, datasetID)
 		if err != nil {
 			return err
@@ -177,6 +182,7 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 				return err
 			}
 			written = append(written, tid)
+			committed = append(committed, builtTrace{tid, bt})
 			if err := tx.UpsertSpans(ctx, []TraceSpans{{tid, bt.Write}}); err != nil {
 				return err
 			}
@@ -197,6 +203,7 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 		}
 		return nil, nil, b.Fail(ctx, err, "add spans")
 	}
+	b.handOver(committed)
 	return ids, errs, nil
 }
 
@@ -342,8 +349,9 @@ func (t Traces) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
 	now := storeutil.Now()
 	built := buildPending(ps, build, now)
 	var out []store.PendingBuild
+	var committed []builtTrace
 	err = b.Write(ctx, func(tx Tx) error {
-		out = out[:0]
+		out, committed = out[:0], committed[:0]
 		ids := make([]string, len(ps))
 		for i, p := range ps {
 			ids[i] = p.TraceID
@@ -374,13 +382,28 @@ func (t Traces) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
 				return err
 			}
 			written = append(written, p.TraceID)
+			committed = append(committed, builtTrace{p.TraceID, bt})
 		}
 		return tx.Enqueue(ctx, written)
 	})
 	if err != nil {
 		return nil, b.Fail(ctx, err, "build pending spans")
 	}
+	b.handOver(committed)
 	return out, nil
+}
+
+// builtTrace is a trace written from a build, to hand over once committed.
+type builtTrace struct {
+	traceID string
+	b       *spanBuild
+}
+
+// handOver gives the search indexer the traces just committed.
+func (b *Backend) handOver(hs []builtTrace) {
+	for _, h := range hs {
+		b.Handover.Put(h.traceID, h.b.Row.Content, h.b.Row.Metadata, h.b.Trace)
+	}
 }
 
 // readPending reads the pending traces f selects with their spans.

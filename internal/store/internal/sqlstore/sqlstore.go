@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -249,6 +250,9 @@ type Store struct {
 	Read, Write func(ctx context.Context, fn func(q Querier) error) error
 	// Hooks does what the backend does its own way.
 	Hooks Hooks
+	// Handover takes traces handed over (AddOptions.HandOver) to the
+	// search indexer; nil for none.
+	Handover *indexer.Handover
 	// Fail wraps a driver error with what was being done, mapping it to
 	// the store's errors (ErrNotFound, ErrConflict, ...).
 	Fail func(ctx context.Context, err error, format string, args ...any) error

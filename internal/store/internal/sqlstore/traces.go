@@ -287,9 +287,18 @@ func (s *Store) AddTracesWith(ctx context.Context, ownerID, datasetID string, tr
 		return store.AddResult{}, s.Fail(ctx, err, "add traces")
 	}
 	res.IDs = rowIDs(rows)
+	moved := map[int]bool{}
 	for _, c := range res.Conflicts {
+		moved[c.Trace] = true
 		if c.NewIndex < 0 {
 			res.IDs[c.Trace] = ""
+		}
+	}
+	if opt.HandOver {
+		for i := range rows {
+			if !moved[i] {
+				s.Handover.Put(rows[i].ID, rows[i].Content, rows[i].Metadata, traces[i].Trace)
+			}
 		}
 	}
 	return res, nil
