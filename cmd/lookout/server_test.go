@@ -219,7 +219,8 @@ func userAndKeyCreate(t *testing.T, db string) {
 	}
 
 	// Against a server over the same database: local mode is over, alice's
-	// key and password work, the local key still reaches the local user.
+	// key and password work, the key made in local mode is alice's now
+	// (the first user took over what local mode made).
 	url := startServer(t, db)
 	c, _ := client.New(url, client.WithAPIKey(aliceKey))
 	me, err := c.Me(ctx)
@@ -238,8 +239,8 @@ func userAndKeyCreate(t *testing.T, db string) {
 		t.Fatalf("me with the key made for the first user: %+v %v", me, err)
 	}
 	lc, _ := client.New(url, client.WithAPIKey(localKey))
-	if me, err := lc.Me(ctx); err != nil || me.User == nil || me.User.Name != "local" {
-		t.Fatalf("me with the local key: %+v %v", me, err)
+	if me, err := lc.Me(ctx); err != nil || me.User == nil || me.User.Name != "alice" {
+		t.Fatalf("me with the key made in local mode: %+v %v", me, err)
 	}
 	// Without a key, a push is refused now: exit 2 with the server's reason.
 	t.Setenv("LOOKOUT_API_KEY", "")

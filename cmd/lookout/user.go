@@ -35,7 +35,9 @@ password is asked for on a terminal (twice), or read as one line from
 standard input otherwise.
 
 Once a user exists the server leaves local mode: every API write needs an
-API key or a login session. Exit status: 0 on success, 1 when the name is
+API key or a login session. The first user takes over what local mode made:
+its datasets and their traces, benchmarks and API keys (a key made in local
+mode goes on working, as the first user's). Exit status: 0 on success, 1 when the name is
 taken or the password is empty, 2 on other errors.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -130,6 +130,8 @@ type Page struct {
 type Users interface {
 	// CountUsers counts the users, not counting the local-mode user.
 	CountUsers(ctx context.Context) (int, error)
+	// CreateUser adds a user. The first one takes over what the local-mode
+	// user owns: its datasets and traces, benchmarks and API keys.
 	CreateUser(ctx context.Context, name, passwordHash string) (User, error)
 	UserByName(ctx context.Context, name string) (User, error)
 	UserByID(ctx context.Context, id string) (User, error)

@@ -26,6 +26,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		fn   func(t *testing.T, open func(t *testing.T) store.Store)
 	}{
 		{"Users", testUsers},
+		{"FirstUserTakesOverLocal", testFirstUserTakesOverLocal},
 		{"APIKeys", testAPIKeys},
 		{"Sessions", testSessions},
 		{"Datasets", testDatasets},
@@ -208,6 +209,42 @@ func ids[T any](xs []T, id func(T) string) []string {
 const missingID = "00000000-0000-4000-8000-000000000000"
 
 // ---- users, keys, sessions ----
+
+// The first user takes over what local mode made (datasets, their traces,
+// API keys); the second takes nothing.
+func testFirstUserTakesOverLocal(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	ctx := e.ctx
+	local, err := e.st.LocalUser(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := e.dataset(local, "notes", false)
+	ids := e.add(local.ID, d.ID, store.NewTrace{Trace: &trace.Trace{Events: []trace.Event{{Role: "user", Content: trace.TextContent("hi")}}}})
+	if _, err := e.st.CreateAPIKey(ctx, local.ID, "ci", "localhash", "wxyz"); err != nil {
+		t.Fatal(err)
+	}
+	alice := e.user("alice")
+	got, err := e.st.Dataset(ctx, d.ID)
+	if err != nil || got.OwnerID != alice.ID {
+		t.Errorf("the local dataset after the first user: owner %s (%v), want alice %s", got.OwnerID, err, alice.ID)
+	}
+	if _, err := e.st.DatasetByName(ctx, alice.ID, "notes"); err != nil {
+		t.Errorf("alice's dataset by name: %v", err)
+	}
+	if st, err := e.st.Trace(ctx, ids[0]); err != nil || st.OwnerID != alice.ID {
+		t.Errorf("the local trace: owner %s (%v), want alice", st.OwnerID, err)
+	}
+	if u, err := e.st.UserByAPIKey(ctx, "localhash"); err != nil || u.ID != alice.ID {
+		t.Errorf("the local key is now %+v (%v), want alice's", u, err)
+	}
+	// Local mode again (a data directory moved back): the second user takes nothing.
+	d2 := e.dataset(local, "later", false)
+	bob := e.user("bob")
+	if got, err := e.st.Dataset(ctx, d2.ID); err != nil || got.OwnerID != local.ID {
+		t.Errorf("a second user took the local dataset: owner %s (%v), bob %s", got.OwnerID, err, bob.ID)
+	}
+}
 
 func testUsers(t *testing.T, open func(t *testing.T) store.Store) {
 	e := newEnv(t, open)

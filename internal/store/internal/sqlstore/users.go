@@ -45,8 +45,34 @@ func (s *Store) CreateUser(ctx context.Context, name, passwordHash string) (stor
 		return store.User{}, s.errorf("create user %q: the name is reserved for local mode: %w", name, store.ErrConflict)
 	}
 	u := store.User{ID: storeutil.NewID(), Name: name, PasswordHash: passwordHash, CreatedAt: storeutil.Now()}
-	_, err := s.W.Exec(ctx, `INSERT INTO users (id, name, password_hash, created_at) VALUES ($1, $2, $3, $4)`,
-		u.ID, u.Name, u.PasswordHash, s.D.Time(u.CreatedAt))
+	err := s.Write(ctx, func(tx Querier) error {
+		var others int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM users WHERE NOT is_local`).Scan(&others); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO users (id, name, password_hash, created_at) VALUES ($1, $2, $3, $4)`,
+			u.ID, u.Name, u.PasswordHash, s.D.Time(u.CreatedAt)); err != nil {
+			return err
+		}
+		if others > 0 {
+			return nil
+		}
+		// The first user ends local mode and takes over what it made, so
+		// that nothing pushed before is left to a user no one can sign in
+		// as: datasets and their traces, benchmarks, and API keys (a key
+		// made in local mode goes on working, as this user's).
+		for _, q := range []string{
+			`UPDATE datasets SET owner_id = $1 WHERE owner_id IN (SELECT id FROM users WHERE is_local)`,
+			`UPDATE traces SET owner_id = $1 WHERE owner_id IN (SELECT id FROM users WHERE is_local)`,
+			`UPDATE benchmarks SET owner_id = $1 WHERE owner_id IN (SELECT id FROM users WHERE is_local)`,
+			`UPDATE api_keys SET user_id = $1 WHERE user_id IN (SELECT id FROM users WHERE is_local)`,
+		} {
+			if _, err := tx.Exec(ctx, q, u.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return store.User{}, s.Fail(ctx, err, "create user %q", name)
 	}
