@@ -133,7 +133,7 @@ func (c *checker) check(p *Policy, stmts []Stmt) {
 			c.decl(s)
 		case *RaiseStmt:
 			c.raise(s)
-			p.rules = append(p.rules, &rule{idx: len(p.rules), stmt: s, body: s.body})
+			p.rules = append(p.rules, &rule{idx: len(p.rules), stmt: s, body: s.body, open: openVars(s.body)})
 		case *DefStmt:
 			c.def(p, s)
 		}

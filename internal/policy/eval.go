@@ -49,6 +49,21 @@ type interp struct {
 	predDepth int
 	jsonCache map[string]value
 	rule      int
+
+	// Incremental analysis (incremental.go). ruleBody is the body of the
+	// rule being run; with track set, its models' search paths are kept in
+	// path. restrict, when not nil, limits the rule's open variables (by
+	// slot) to events before newFrom or from newFrom on. touched records
+	// that a search other than the rule's own ranged over the whole trace,
+	// untracked that the rule bound an open variable not in rule.open.
+	ruleBody  *bodyScope
+	track     bool
+	path      []int32
+	restrict  []int8
+	newFrom   int
+	ruleOpen  []int
+	touched   bool
+	untracked bool
 }
 
 // frame holds the slots of one body: quantified variables, locals,

@@ -32,6 +32,7 @@ type rule struct {
 	idx  int
 	stmt *RaiseStmt
 	body *bodyScope
+	open []int // slots of the variables that range over the whole trace
 }
 
 // Limits bound the work of one analysis (one call of Analyze). A rule that
@@ -300,6 +301,20 @@ func (p *Policy) AnalyzePendingContext(ctx context.Context, past, pending []trac
 }
 
 func (p *Policy) analyze(ctx context.Context, events []trace.Event, firstPending int, params map[string]any) (res *Result, err error) {
+	return p.run(ctx, events, firstPending, params, func(in *interp, res *Result) {
+		for _, r := range p.rules {
+			in.rule = r.idx
+			in.runRule(r, res)
+			if res.Truncated {
+				break
+			}
+		}
+	})
+}
+
+// run sets up an analysis of events and runs body in it, turning the
+// evaluation's failures into the error returned.
+func (p *Policy) run(ctx context.Context, events []trace.Event, firstPending int, params map[string]any, body func(in *interp, res *Result)) (res *Result, err error) {
 	in := &interp{
 		p:          p,
 		st:         newTraceState(events),
@@ -342,13 +357,7 @@ func (p *Policy) analyze(ctx context.Context, events []trace.Event, firstPending
 	}()
 	in.checkDone()
 	res = &Result{}
-	for _, r := range p.rules {
-		in.rule = r.idx
-		in.runRule(r, res)
-		if res.Truncated {
-			break
-		}
-	}
+	body(in, res)
 	res.Steps = in.steps
 	return res, nil
 }

@@ -107,13 +107,32 @@ func (in *interp) search(bs *bodyScope, f *frame, ctl *searchCtl) bool {
 	}
 	cands := make([][]value, len(regs))
 	sorted := make([]bool, len(regs))
+	// A rule's models are tracked (incremental.go) by their candidates'
+	// places in the unfiltered lists.
+	var keys [][]int32
+	tracked := in.track && bs == in.ruleBody
+	if tracked {
+		keys = make([][]int32, len(regs))
+	}
 	for i, r := range regs {
 		if r.open {
 			cands[i] = in.st.selectType(r.typ)
 			sorted[i] = openSorted(r.typ)
+			in.noteOpen(bs, r.slot)
 		} else {
 			cands[i] = selectIn(r.typ, r.values, nil, 0)
 			sorted[i] = seqSorted(cands[i])
+		}
+		if tracked {
+			lo, hi := 0, len(cands[i])
+			if r.open && in.restrict != nil {
+				lo, hi = restrictRange(cands[i], in.restrict[r.slot], in.newFrom)
+			}
+			cands[i] = cands[i][lo:hi:hi]
+			keys[i] = make([]int32, hi-lo)
+			for j := range keys[i] {
+				keys[i][j] = int32(lo + j)
+			}
 		}
 		in.steps += int64(len(cands[i]))
 		if len(cands[i]) == 0 {
@@ -122,13 +141,20 @@ func (in *interp) search(bs *bodyScope, f *frame, ctl *searchCtl) bool {
 	}
 	if len(regs) > 1 && !ctl.wantFalse {
 		for i := range regs {
-			cands[i] = in.prefilter(bs, f, regs[i].slot, cands[i])
+			var k []int32
+			if tracked {
+				k = keys[i]
+			}
+			cands[i], k = in.prefilter(bs, f, regs[i].slot, cands[i], k)
+			if tracked {
+				keys[i] = k
+			}
 			if len(cands[i]) == 0 {
 				return true
 			}
 		}
 	}
-	return in.enumerate(bs, f, ctl, regs, cands, sorted, 0)
+	return in.enumerate(bs, f, ctl, regs, cands, sorted, keys, 0)
 }
 
 func openSorted(typ string) bool {
@@ -162,17 +188,24 @@ func actionReady(bs *bodyScope, f *frame) bool {
 }
 
 // prefilter keeps the candidates for which the body is not false with only
-// that variable bound.
-func (in *interp) prefilter(bs *bodyScope, f *frame, slot int, cands []value) []value {
+// that variable bound, and their keys when keys is not nil.
+func (in *interp) prefilter(bs *bodyScope, f *frame, slot int, cands []value, keys []int32) ([]value, []int32) {
 	out := make([]value, 0, len(cands))
-	for _, c := range cands {
+	var kept []int32
+	if keys != nil {
+		kept = make([]int32, 0, len(cands))
+	}
+	for i, c := range cands {
 		f.slots[slot] = c
 		if in.tryEvalBody(bs, f) != rFalse {
 			out = append(out, c)
+			if keys != nil {
+				kept = append(kept, keys[i])
+			}
 		}
 	}
 	f.slots[slot] = unknown
-	return out
+	return out, kept
 }
 
 // tryEvalBody evaluates a body only to prune the search. A runtime error
@@ -208,7 +241,7 @@ func seqOf(v value) (int, bool) {
 	return fo.flowSeq(), true
 }
 
-func (in *interp) enumerate(bs *bodyScope, f *frame, ctl *searchCtl, regs []reg, cands [][]value, sorted []bool, d int) bool {
+func (in *interp) enumerate(bs *bodyScope, f *frame, ctl *searchCtl, regs []reg, cands [][]value, sorted []bool, keys [][]int32, d int) bool {
 	if d == len(regs) {
 		return in.search(bs, f, ctl)
 	}
@@ -264,7 +297,14 @@ func (in *interp) enumerate(bs *bodyScope, f *frame, ctl *searchCtl, regs []reg,
 		if prune && in.tryEvalBody(bs, f) == rFalse {
 			continue
 		}
-		if !in.enumerate(bs, f, ctl, regs, cands, sorted, d+1) {
+		if keys != nil {
+			in.path = append(in.path, keys[d][i])
+		}
+		ok := in.enumerate(bs, f, ctl, regs, cands, sorted, keys, d+1)
+		if keys != nil {
+			in.path = in.path[:len(in.path)-1]
+		}
+		if !ok {
 			f.slots[slot] = unknown
 			return false
 		}
