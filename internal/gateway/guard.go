@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/policy"
@@ -99,6 +101,13 @@ type Guard struct {
 	Timeout time.Duration
 	// Limit, when set, bounds concurrent checks across the server.
 	Limit Limiter
+	// Full analyzes every call's events in full rather than extending the
+	// analysis of the conversation's last check (snapshots.go); the
+	// answers are the same, the work is not.
+	Full bool
+
+	snapOnce sync.Once
+	snaps    *snapshots
 }
 
 // Check checks the events of a call against rails. The events from
@@ -106,6 +115,9 @@ type Guard struct {
 // guardrail does (the whole conversation is checked, as Invariant's gateway
 // does, so a retried request that was refused is refused again), but only
 // violations involving new events are marked New, to be recorded once.
+// Unless g.Full, each guardrail's analysis extends the snapshot of the
+// longest prefix of events an earlier check analyzed (snapshots.go), with
+// the answer a full analysis gives.
 func (g *Guard) Check(ctx context.Context, rails []*Guardrail, events []trace.Event, first int, params map[string]any) Verdict {
 	var v Verdict
 	if len(rails) == 0 {
@@ -127,12 +139,13 @@ func (g *Guard) Check(ctx context.Context, rails []*Guardrail, events []trace.Ev
 		}
 		defer release()
 	}
+	var a analysis
 	for _, r := range rails {
 		if r.Policy == nil {
 			v.add(Finding{Guardrail: r, Err: errors.New("the policy does not load"), New: true})
 			continue
 		}
-		res, err := r.Policy.AnalyzeContext(ctx, events, params)
+		res, err := g.analyze(ctx, &a, r.Policy, events, params)
 		if err != nil {
 			v.add(Finding{Guardrail: r, Err: checkError(err), New: true})
 			continue
@@ -142,6 +155,43 @@ func (g *Guard) Check(ctx context.Context, rails []*Guardrail, events []trace.Ev
 		}
 	}
 	return v
+}
+
+// analysis is what the guardrails of one check share: the events' prefix
+// sums and the parameters' key, computed once.
+type analysis struct {
+	ready  bool
+	ok     bool
+	sums   []eventsSum
+	params string
+}
+
+// analyze checks events against pol: as an extension of the snapshot of
+// the longest prefix of events an earlier check analyzed, when there is
+// one, and keeps the snapshot of this analysis for the next.
+func (g *Guard) analyze(ctx context.Context, a *analysis, pol *policy.Policy, events []trace.Event, params map[string]any) (*policy.Result, error) {
+	if g.Full || len(events) == 0 {
+		return pol.AnalyzeContext(ctx, events, params)
+	}
+	if !a.ready {
+		a.ready = true
+		raw, err := json.Marshal(params) // maps marshal with sorted keys
+		a.ok = err == nil
+		a.params = string(raw)
+		if a.ok {
+			a.sums = prefixSums(events)
+		}
+	}
+	if !a.ok {
+		return pol.AnalyzeContext(ctx, events, params)
+	}
+	g.snapOnce.Do(func() { g.snaps = newSnapshots(maxSnapshots, maxSnapshotBytes) })
+	prev := g.snaps.longest(pol, a.params, a.sums)
+	res, snap, err := pol.AnalyzeExtension(ctx, prev, events, params)
+	if snap != nil && (prev == nil || prev.Events() != snap.Events()) {
+		g.snaps.put(pol, a.params, a.sums[len(a.sums)-1], snap)
+	}
+	return res, err
 }
 
 func (v *Verdict) add(f Finding) {
