@@ -168,10 +168,10 @@ func (s *Store) ListTraces(ctx context.Context, datasetID string, page store.Pag
 func appendToTrace(ctx context.Context, tx pgx.Tx, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error) {
 	var ds *string
 	var count int
-	var meta, content []byte
+	var content []byte
 	var enc int16
-	if err := tx.QueryRow(ctx, `SELECT dataset_id, event_count, metadata, encoding, content FROM traces WHERE id = $1 FOR UPDATE`, id).
-		Scan(&ds, &count, &meta, &enc, &content); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT dataset_id, event_count, encoding, content FROM traces WHERE id = $1 FOR UPDATE`, id).
+		Scan(&ds, &count, &enc, &content); err != nil {
 		return 0, err
 	}
 	if check != nil {
@@ -186,15 +186,15 @@ func appendToTrace(ctx context.Context, tx pgx.Tx, id string, events []trace.Eve
 	if len(events) == 0 && len(spans) == 0 {
 		return count, nil
 	}
-	t, err := storeutil.DecodeContent(content, int(enc), meta)
+	// The new events are added as a part of their own (storeutil.AppendContent),
+	// not by decoding and encoding the whole trace again.
+	content, newEnc, err := storeutil.AppendContent(content, int(enc), events, spans)
 	if err != nil {
 		return 0, err
 	}
-	t.Events = append(t.Events, events...)
-	t.Spans = append(t.Spans, spans...)
-	content, newEnc := storeutil.EncodeContent(t)
-	_, err = tx.Exec(ctx, `UPDATE traces SET content = $1, encoding = $2, event_count = $3 WHERE id = $4`, content, int16(newEnc), len(t.Events), id)
-	return len(t.Events), err
+	count += len(events)
+	_, err = tx.Exec(ctx, `UPDATE traces SET content = $1, encoding = $2, event_count = $3 WHERE id = $4`, content, int16(newEnc), count, id)
+	return count, err
 }
 
 // ---- annotations ----

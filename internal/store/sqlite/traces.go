@@ -138,9 +138,9 @@ func (s *Store) ListTraces(ctx context.Context, datasetID string, page store.Pag
 func appendToTrace(ctx context.Context, tx *sql.Tx, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error) {
 	var ds sql.NullString
 	var count, enc int
-	var meta, content []byte
-	if err := tx.QueryRowContext(ctx, `SELECT dataset_id, event_count, metadata, encoding, content FROM traces WHERE id = ?`, id).
-		Scan(&ds, &count, &meta, &enc, &content); err != nil {
+	var content []byte
+	if err := tx.QueryRowContext(ctx, `SELECT dataset_id, event_count, encoding, content FROM traces WHERE id = ?`, id).
+		Scan(&ds, &count, &enc, &content); err != nil {
 		return 0, err
 	}
 	if check != nil {
@@ -151,15 +151,15 @@ func appendToTrace(ctx context.Context, tx *sql.Tx, id string, events []trace.Ev
 	if len(events) == 0 && len(spans) == 0 {
 		return count, nil
 	}
-	t, err := storeutil.DecodeContent(content, enc, meta)
+	// The new events are added as a part of their own (storeutil.AppendContent),
+	// not by decoding and encoding the whole trace again.
+	content, enc, err := storeutil.AppendContent(content, enc, events, spans)
 	if err != nil {
 		return 0, err
 	}
-	t.Events = append(t.Events, events...)
-	t.Spans = append(t.Spans, spans...)
-	content, enc = storeutil.EncodeContent(t)
-	_, err = tx.ExecContext(ctx, `UPDATE traces SET content = ?, encoding = ?, event_count = ? WHERE id = ?`, content, enc, len(t.Events), id)
-	return len(t.Events), err
+	count += len(events)
+	_, err = tx.ExecContext(ctx, `UPDATE traces SET content = ?, encoding = ?, event_count = ? WHERE id = ?`, content, enc, count, id)
+	return count, err
 }
 
 // ---- annotations ----

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -414,5 +415,50 @@ func testConversationsBatch(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	if _, err := e.st.FindConversation(e.ctx, d.ID, []string{"b2"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the refused step's head was recorded: %v", err)
+	}
+}
+
+// testConversationLong grows a conversation over many steps, small and
+// large (appends are stored as parts, deflated when large, and the trace
+// encoded whole again now and then: storeutil.AppendContent), and checks
+// after each that it reads back as recorded, and at the end that its last
+// events are searchable.
+func testConversationLong(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	alice := e.user("alice")
+	d := e.dataset(alice, "gateway", false)
+	want := &trace.Trace{Name: "long", Metadata: json.RawMessage(`{"session":"long"}`),
+		Events: []trace.Event{userEvent("plan my trip")}, Spans: []trace.Span{llmSpan("call-0", "openai gpt-4o")}}
+	id := e.record(alice.ID, d.ID, store.ConversationStep{Trace: want, Head: "h1"})
+	want = &trace.Trace{Name: want.Name, Metadata: want.Metadata, Events: slices.Clone(want.Events), Spans: slices.Clone(want.Spans)}
+	for step := 1; step <= 60; step++ {
+		filler := strings.Repeat(fmt.Sprintf("weather report %d, cloudy and mild; ", step), 1+step%7*40)
+		events := []trace.Event{assistantEvent(filler), userEvent(fmt.Sprintf("and on day %d?", step))}
+		var spans []trace.Span
+		if step%3 == 0 {
+			spans = []trace.Span{llmSpan(fmt.Sprintf("call-%d", step), "openai gpt-4o")}
+		}
+		e.record(alice.ID, d.ID, store.ConversationStep{TraceID: id, ExpectEvents: len(want.Events), Events: events, Spans: spans,
+			Head: fmt.Sprintf("h%d", len(want.Events)+2)})
+		want.Events = append(want.Events, events...)
+		want.Spans = append(want.Spans, spans...)
+		if step%7 == 0 || step == 60 {
+			if got := canonical(e.get(id).Trace); got != canonical(want) {
+				t.Fatalf("after step %d the trace reads back as\n%.2000s\nwant\n%.2000s", step, got, canonical(want))
+			}
+		}
+	}
+	for _, s := range e.listAll(d.ID, 0) {
+		if s.ID == id && s.EventCount != len(want.Events) {
+			t.Errorf("list: %d events, want %d", s.EventCount, len(want.Events))
+		}
+	}
+	pq, err := search.Parse(`"day 60"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := fmt.Sprintf("messages.%d.content:7-13", len(want.Events)-1)
+	if got := e.searchAll(d.ID, pq, 10, 0); len(got) != 1 || got[0].ID != id || !slices.Contains(got[0].Hits, last) {
+		t.Errorf("search \"day 60\": %s; want trace %s with hit %s", describe(got), id, last)
 	}
 }

@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Conversations", testConversations},
 		{"ConversationsConcurrently", testConversationsConcurrently},
 		{"ConversationsBatch", testConversationsBatch},
+		{"ConversationLong", testConversationLong},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

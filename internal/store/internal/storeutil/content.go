@@ -3,7 +3,9 @@ package storeutil
 import (
 	"bytes"
 	"compress/flate"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -41,7 +43,74 @@ const CompressAbove = 4096
 const (
 	EncPlain   = 0 // canonical JSON
 	EncDeflate = 1 // canonical JSON, raw deflate (RFC 1951)
+	// EncAppended is a trace grown by appends (a gateway conversation, a
+	// call at a time), kept as the parts written rather than decoded and
+	// encoded whole on every append: parts, each uvarint(length),
+	// byte(encoding: plain or deflate), data; the first is the trace as
+	// EncodeContent stores it, each later one {"events": [...], "spans":
+	// [...]} of what an append added, likewise encoded.
+	EncAppended = 2
 )
+
+// CompactAbove: an append encodes the trace whole again, as one part, once
+// the parts appended since the last whole encoding exceed this many bytes
+// and twice the stored size of that encoding. Whole encodings then happen
+// as the trace's size grows geometrically, so an append costs in
+// proportion to what it adds, and a long trace stays mostly compressed.
+const CompactAbove = 32 << 10
+
+// AppendContent returns the stored form of a trace's content (content,
+// stored with encoding enc) with events and spans appended; see
+// EncAppended.
+func AppendContent(content []byte, enc int, events []trace.Event, spans []trace.Span) ([]byte, int, error) {
+	part, partEnc := EncodeContent(&trace.Trace{Events: events, Spans: spans})
+	var out []byte
+	switch enc {
+	case EncPlain, EncDeflate:
+		out = make([]byte, 0, len(content)+len(part)+2*binary.MaxVarintLen64)
+		out = appendPart(out, content, enc)
+	case EncAppended:
+		first, _, rest, err := nextPart(content)
+		if err != nil {
+			return nil, 0, err
+		}
+		if tail := len(rest) + len(part); tail > CompactAbove && tail > 2*len(first) {
+			t, err := DecodeContent(content, enc, nil)
+			if err != nil {
+				return nil, 0, err
+			}
+			t.Events = append(t.Events, events...)
+			t.Spans = append(t.Spans, spans...)
+			c, e := EncodeContent(t)
+			return c, e, nil
+		}
+		out = make([]byte, 0, len(content)+len(part)+binary.MaxVarintLen64+1)
+		out = append(out, content...)
+	default:
+		return nil, 0, fmt.Errorf("stored trace content: unknown encoding %d", enc)
+	}
+	return appendPart(out, part, partEnc), EncAppended, nil
+}
+
+func appendPart(b, data []byte, enc int) []byte {
+	b = binary.AppendUvarint(b, uint64(len(data)))
+	b = append(b, byte(enc))
+	return append(b, data...)
+}
+
+// nextPart splits the first part off parts of appended content.
+func nextPart(parts []byte) (data []byte, enc int, rest []byte, err error) {
+	n, k := binary.Uvarint(parts)
+	if k <= 0 || uint64(len(parts)-k) < n+1 {
+		return nil, 0, nil, errors.New("stored trace content: a part of appended content is cut short")
+	}
+	enc = int(parts[k])
+	if enc != EncPlain && enc != EncDeflate {
+		return nil, 0, nil, fmt.Errorf("stored trace content: a part of appended content has encoding %d", enc)
+	}
+	end := k + 1 + int(n)
+	return parts[k+1 : end], enc, parts[end:], nil
+}
 
 var writers = sync.Pool{New: func() any {
 	w, _ := flate.NewWriter(nil, flate.BestSpeed)
@@ -74,6 +143,30 @@ var readers = sync.Pool{New: func() any { return flate.NewReader(nil) }}
 // DecodeContent rebuilds a trace from its stored form and its metadata
 // column.
 func DecodeContent(data []byte, enc int, meta []byte) (*trace.Trace, error) {
+	if enc == EncAppended {
+		first, fenc, rest, err := nextPart(data)
+		if err != nil {
+			return nil, err
+		}
+		t, err := DecodeContent(first, fenc, meta)
+		if err != nil {
+			return nil, err
+		}
+		for len(rest) > 0 {
+			var part []byte
+			part, fenc, rest, err = nextPart(rest)
+			if err != nil {
+				return nil, err
+			}
+			p, err := DecodeContent(part, fenc, nil)
+			if err != nil {
+				return nil, err
+			}
+			t.Events = append(t.Events, p.Events...)
+			t.Spans = append(t.Spans, p.Spans...)
+		}
+		return t, nil
+	}
 	switch enc {
 	case EncPlain:
 	case EncDeflate:

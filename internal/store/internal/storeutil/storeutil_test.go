@@ -380,3 +380,82 @@ func TestEncodeContentMemory(t *testing.T) {
 		t.Fatalf("the trace does not read back: %v", err)
 	}
 }
+
+// TestAppendContent grows corpus traces a few events (and spans) at a
+// time with AppendContent and wants each stored form to decode to the
+// trace as encoded whole; the appends must go through parts, deflated
+// parts and whole re-encodings.
+func TestAppendContent(t *testing.T) {
+	var parts, compactions, deflatedParts int
+	for i, tr := range corpusTraces(t) {
+		if len(tr.Events) < 4 || i%3 != 0 {
+			continue
+		}
+		cut := len(tr.Events) / 4
+		grown := *tr
+		grown.Events = append([]trace.Event(nil), tr.Events[:cut]...)
+		grown.Spans = nil
+		data, enc := EncodeContent(&grown)
+		for k := cut; k < len(tr.Events); {
+			n := min(len(tr.Events)-k, 1+k%3)
+			if k%5 == 0 { // now and then a large step, deflated
+				n = len(tr.Events) - k
+			}
+			var spans []trace.Span
+			if k%2 == 0 {
+				spans = []trace.Span{{ID: fmt.Sprintf("s%d", k), Name: "call", Start: time.Unix(int64(k), 0).UTC()}}
+			}
+			var err error
+			data, enc, err = AppendContent(data, enc, tr.Events[k:k+n], spans)
+			if err != nil {
+				t.Fatalf("trace %d: append at %d: %v", i, k, err)
+			}
+			if enc == EncAppended {
+				parts++
+				if _, penc, _, _ := lastPart(data); penc == EncDeflate {
+					deflatedParts++
+				}
+			} else {
+				compactions++
+			}
+			grown.Events = append(grown.Events, tr.Events[k:k+n]...)
+			grown.Spans = append(grown.Spans, spans...)
+			k += n
+			got, err := DecodeContent(data, enc, tr.Metadata)
+			if err != nil {
+				t.Fatalf("trace %d: decode after %d: %v", i, k, err)
+			}
+			if a, b := trace.AppendTrace(nil, &grown), trace.AppendTrace(nil, got); !bytes.Equal(a, b) {
+				t.Fatalf("trace %d after %d events: decoded\n%s\nwant\n%s", i, k, b, a)
+			}
+		}
+	}
+	if parts == 0 || compactions == 0 || deflatedParts == 0 {
+		t.Errorf("appends: %d as parts (%d deflated), %d whole again; want some of each", parts, deflatedParts, compactions)
+	}
+	good, enc, err := AppendContent([]byte(`{"events":[]}`), EncPlain, []trace.Event{{Role: "user", Content: trace.TextContent("hi")}}, nil)
+	if err != nil || enc != EncAppended {
+		t.Fatal(enc, err)
+	}
+	for _, bad := range [][]byte{good[:len(good)-1], append([]byte{0x05, 9}, good...), {0x80}} {
+		if _, err := DecodeContent(bad, EncAppended, nil); err == nil {
+			t.Errorf("corrupt appended content %q decoded without error", bad)
+		}
+	}
+	if _, _, err := AppendContent([]byte{0x80}, EncAppended, nil, nil); err == nil {
+		t.Error("appended to corrupt content without error")
+	}
+}
+
+// lastPart is the last part of appended content.
+func lastPart(data []byte) ([]byte, int, []byte, error) {
+	var part []byte
+	var enc int
+	var err error
+	for len(data) > 0 {
+		if part, enc, data, err = nextPart(data); err != nil {
+			return nil, 0, nil, err
+		}
+	}
+	return part, enc, nil, nil
+}
