@@ -24,4 +24,5 @@ func BenchmarkAddTraces(b *testing.B) { storetest.BenchAddTraces(b, openB) }
 func BenchmarkReads100k(b *testing.B) { storetest.BenchReads(b, openB, 100_000) }
 
 // go test -run XXX -bench Index -benchtime 3x ./internal/store/sqlite
-func BenchmarkIndex(b *testing.B) { storetest.BenchIndex(b, openB, 2000) }
+func BenchmarkIndex(b *testing.B)              { storetest.BenchIndex(b, openB, 2000) }
+func BenchmarkAppendConversation(b *testing.B) { storetest.BenchAppendConversation(b, openB) }
