@@ -73,14 +73,66 @@ func (s *Server) authenticate(r *http.Request) (*principal, error) {
 
 // keyPrincipal is the owner of an API key; a wrong or revoked key is 401.
 func (s *Server) keyPrincipal(ctx context.Context, key string) (*principal, error) {
-	u, err := s.st.UserByAPIKey(ctx, HashSecret(key))
+	hash := HashSecret(key)
+	if u, ok := s.keys.get(hash); ok {
+		return &principal{User: u, Via: "key"}, nil
+	}
+	u, err := s.st.UserByAPIKey(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errorf(http.StatusUnauthorized, codeUnauthorized, "invalid or revoked API key")
 	}
 	if err != nil {
 		return nil, err
 	}
+	s.keys.put(hash, u)
 	return &principal{User: u, Via: "key"}, nil
+}
+
+// keyCache keeps the owners of the API keys used in the last keyTTL, so
+// that an agent's calls through the gateway (one every few hundred
+// milliseconds) do not each look their key up in the store. Revoking a key
+// through this server empties it; a key revoked elsewhere (another server
+// on the same database, the store directly) stops working within keyTTL.
+// Unknown and revoked keys are not kept.
+type keyCache struct {
+	mu sync.Mutex
+	m  map[string]keyEntry // by key hash
+}
+
+type keyEntry struct {
+	u  store.User
+	at time.Time
+}
+
+const (
+	keyTTL     = time.Second
+	maxKeySeen = 10000
+)
+
+func (c *keyCache) get(hash string) (store.User, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[hash]
+	if !ok || time.Since(e.at) >= keyTTL {
+		return store.User{}, false
+	}
+	return e.u, true
+}
+
+func (c *keyCache) put(hash string, u store.User) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxKeySeen {
+		c.m = map[string]keyEntry{}
+	}
+	c.m[hash] = keyEntry{u: u, at: time.Now()}
+}
+
+// clear forgets every key (one was revoked).
+func (c *keyCache) clear() {
+	c.mu.Lock()
+	c.m = nil
+	c.mu.Unlock()
 }
 
 // bearerPrincipal is the owner of an API key, except that in local mode a

@@ -69,7 +69,10 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p *principal)
 	if err := s.requireUser(r, p); err != nil {
 		return err
 	}
-	if err := s.st.RevokeAPIKey(r.Context(), p.User.ID, r.PathValue("id")); err != nil {
+	err := s.st.RevokeAPIKey(r.Context(), p.User.ID, r.PathValue("id"))
+	// Forgotten even on failure: the revocation may have been written.
+	s.keys.clear()
+	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -80,6 +80,7 @@ type Server struct {
 	mux        *http.ServeMux
 	patterns   []string    // every route registered with handle, in order
 	hasUsers   atomic.Bool // once a user exists local mode is over for good
+	keys       keyCache    // owners of API keys seen lately (auth.go)
 	reads      traceReads  // shares concurrent reads of one trace
 	live       liveHub     // listeners of changing traces
 	gw         *gatewayState
