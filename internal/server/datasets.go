@@ -167,7 +167,9 @@ func (s *Server) deleteDataset(w http.ResponseWriter, r *http.Request, p *princi
 	if err != nil {
 		return err
 	}
-	if err := s.st.DeleteDataset(r.Context(), d.ID); err != nil {
+	err = s.st.DeleteDataset(r.Context(), d.ID)
+	s.forgetDataset(d.ID) // even on failure: the deletion may have been written
+	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -66,9 +66,18 @@ type gatewayState struct {
 	convs gateway.ConversationStore // nil: a store that cannot keep conversations
 
 	mu       sync.Mutex
-	rails    map[string]railsEntry     // by dataset id
+	rails    map[string]railsEntry // by dataset id
+	datasets map[datasetKey]datasetEntry
 	parsed   map[string]*policy.Policy // by hash of name and source
 	sessions map[string]*sessionLock   // steps of one session, one at a time
+}
+
+// datasetKey names a dataset as a gateway call does: its owner and name.
+type datasetKey struct{ owner, name string }
+
+type datasetEntry struct {
+	at time.Time
+	d  store.Dataset
 }
 
 type railsEntry struct {
@@ -102,7 +111,7 @@ func (s *Server) initGateway(cfg GatewayConfig) {
 		tr.ResponseHeaderTimeout = 10 * time.Minute // models think long before the first byte
 		client = &http.Client{Transport: tr}
 	}
-	g := &gatewayState{cfg: cfg, rails: map[string]railsEntry{}, parsed: map[string]*policy.Policy{}, sessions: map[string]*sessionLock{}}
+	g := &gatewayState{cfg: cfg, rails: map[string]railsEntry{}, datasets: map[datasetKey]datasetEntry{}, parsed: map[string]*policy.Policy{}, sessions: map[string]*sessionLock{}}
 	g.guard = &gateway.Guard{Timeout: cfg.CheckTimeout, Limit: waitLimiter{s.checks}}
 	convs, _ := s.st.(gateway.ConversationStore)
 	g.convs = convs
@@ -133,6 +142,48 @@ func (s *Server) forgetRails(datasetID string) {
 	s.gw.mu.Lock()
 	delete(s.gw.rails, datasetID)
 	s.gw.mu.Unlock()
+}
+
+// forgetDataset drops what the gateway keeps of a deleted dataset.
+func (s *Server) forgetDataset(datasetID string) {
+	s.gw.mu.Lock()
+	defer s.gw.mu.Unlock()
+	delete(s.gw.rails, datasetID)
+	for k, e := range s.gw.datasets {
+		if e.d.ID == datasetID {
+			delete(s.gw.datasets, k)
+		}
+	}
+}
+
+// maxGatewayDatasets bounds the datasets the gateway remembers.
+const maxGatewayDatasets = 4096
+
+// gatewayDataset is datasetForPush for a gateway call, remembered for
+// railsTTL: an agent's calls into one dataset do not each look it up. A
+// deletion through this server is seen at once; elsewhere, within
+// railsTTL (a call in between is recorded into the deleted dataset, which
+// fails and is logged, as a call racing the deletion would).
+func (s *Server) gatewayDataset(ctx context.Context, p *principal, name string) (store.Dataset, error) {
+	g := s.gw
+	k := datasetKey{p.User.ID, name}
+	g.mu.Lock()
+	e, ok := g.datasets[k]
+	g.mu.Unlock()
+	if ok && time.Since(e.at) < railsTTL {
+		return e.d, nil
+	}
+	d, err := s.datasetForPush(ctx, p, name)
+	if err != nil {
+		return d, err
+	}
+	g.mu.Lock()
+	if len(g.datasets) >= maxGatewayDatasets {
+		clear(g.datasets)
+	}
+	g.datasets[k] = datasetEntry{at: time.Now(), d: d}
+	g.mu.Unlock()
+	return d, nil
 }
 
 // gatewayRoute serves everything under /api/v1/gateway/: one handler, since
@@ -219,7 +270,7 @@ func (s *Server) proxyCall(w http.ResponseWriter, r *http.Request, dataset, prov
 	if err := validName("dataset name", dataset); err != nil {
 		return err
 	}
-	d, err := s.datasetForPush(r.Context(), p, dataset)
+	d, err := s.gatewayDataset(r.Context(), p, dataset)
 	if err != nil {
 		return err
 	}
