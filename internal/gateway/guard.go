@@ -54,6 +54,9 @@ type Verdict struct {
 	Findings []Finding
 	// Blocked is set when a blocking guardrail has a violation or failed.
 	Blocked bool
+	// sums are the checked events' prefix sums, when computed: the next
+	// check of the call, on these events and the answer's, starts from them.
+	sums []eventsSum
 }
 
 // Message is what a refused call answers: every blocking finding, in
@@ -119,7 +122,12 @@ type Guard struct {
 // longest prefix of events an earlier check analyzed (snapshots.go), with
 // the answer a full analysis gives.
 func (g *Guard) Check(ctx context.Context, rails []*Guardrail, events []trace.Event, first int, params map[string]any) Verdict {
-	var v Verdict
+	return g.check(ctx, rails, events, first, params, nil)
+}
+
+// check is Check given the sums of a prefix of events (snapshots.go) that
+// an earlier check of the same call computed, or nil.
+func (g *Guard) check(ctx context.Context, rails []*Guardrail, events []trace.Event, first int, params map[string]any, sums []eventsSum) (v Verdict) {
 	if len(rails) == 0 {
 		return v
 	}
@@ -139,7 +147,8 @@ func (g *Guard) Check(ctx context.Context, rails []*Guardrail, events []trace.Ev
 		}
 		defer release()
 	}
-	var a analysis
+	a := analysis{sums: sums}
+	defer func() { v.sums = a.sums }()
 	for _, r := range rails {
 		if r.Policy == nil {
 			v.add(Finding{Guardrail: r, Err: errors.New("the policy does not load"), New: true})
@@ -179,7 +188,7 @@ func (g *Guard) analyze(ctx context.Context, a *analysis, pol *policy.Policy, ev
 		a.ok = err == nil
 		a.params = string(raw)
 		if a.ok {
-			a.sums = prefixSums(events)
+			a.sums = prefixSums(events, a.sums)
 		}
 	}
 	if !a.ok {

@@ -59,6 +59,7 @@ type callRecord struct {
 	start    time.Time
 	findings []Finding
 	seen     map[string]bool // findings by guardrail and key, counted once
+	sums     []eventsSum     // the request's events' prefix sums (snapshots.go)
 }
 
 // Serve proxies one call and writes its answer.
@@ -86,6 +87,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) {
 
 	// The request, before it goes anywhere.
 	v := p.Guard.Check(ctx, c.Rails, req.Events, rec.stored, c.Params)
+	rec.sums = v.sums
 	rec.add(v)
 	if v.Blocked {
 		rec.span.Status, rec.span.StatusMessage = "blocked", v.Message()
@@ -162,7 +164,7 @@ func (p *Proxy) whole(ctx context.Context, w http.ResponseWriter, rec *callRecor
 	}
 	rec.answered(out)
 	all := append(append([]trace.Event(nil), rec.req.Events...), out.Events...)
-	v := p.Guard.Check(ctx, rec.c.Rails, all, len(rec.req.Events), rec.c.Params)
+	v := p.Guard.check(ctx, rec.c.Rails, all, len(rec.req.Events), rec.c.Params, rec.sums)
 	rec.add(v)
 	if v.Blocked {
 		rec.span.Status, rec.span.StatusMessage = "blocked", v.Message()
@@ -198,7 +200,7 @@ func (p *Proxy) stream(ctx context.Context, w http.ResponseWriter, rec *callReco
 	check := func() bool {
 		out := st.Response()
 		all := append(append([]trace.Event(nil), rec.req.Events...), out.Events...)
-		v := p.Guard.Check(ctx, rec.c.Rails, all, len(rec.req.Events), rec.c.Params)
+		v := p.Guard.check(ctx, rec.c.Rails, all, len(rec.req.Events), rec.c.Params, rec.sums)
 		rec.add(v)
 		checked = len(out.Events)
 		if v.Blocked {

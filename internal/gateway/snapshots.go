@@ -103,19 +103,25 @@ func (s *snapshots) put(pol *policy.Policy, params string, sum eventsSum, snap *
 // Seeds of the event sums, chosen at start.
 var sumSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
-// prefixSums are the sums of events[:k+1] for each k.
-func prefixSums(events []trace.Event) []eventsSum {
+// prefixSums are the sums of events[:k+1] for each k, given those of a
+// prefix of events (known, which may be nil): each sum hashes the one
+// before it and the event.
+func prefixSums(events []trace.Event, known []eventsSum) []eventsSum {
 	out := make([]eventsSum, len(events))
-	var h [2]maphash.Hash
-	h[0].SetSeed(sumSeeds[0])
-	h[1].SetSeed(sumSeeds[1])
+	n := copy(out, known[:min(len(known), len(events))])
+	var prev eventsSum
+	if n > 0 {
+		prev = out[n-1]
+	}
 	var buf []byte
-	for i := range events {
-		buf = appendEventSum(buf[:0], &events[i])
-		for j := range h {
-			h[j].Write(buf)
-			out[i][j] = h[j].Sum64()
+	for i := n; i < len(events); i++ {
+		buf = binary.LittleEndian.AppendUint64(buf[:0], prev[0])
+		buf = binary.LittleEndian.AppendUint64(buf, prev[1])
+		buf = appendEventSum(buf, &events[i])
+		for j := range prev {
+			prev[j] = maphash.Bytes(sumSeeds[j], buf)
 		}
+		out[i] = prev
 	}
 	return out
 }

@@ -78,11 +78,19 @@ func TestGuardSnapshots(t *testing.T) {
 			}
 			answer := []trace.Event{event()}
 			all := append(append([]trace.Event(nil), events...), answer...)
+			// The answer's check starts from the request's sums, as the
+			// proxy's does.
+			var sums []eventsSum
 			for _, c := range []struct {
 				events []trace.Event
 				first  int
 			}{{events, stored}, {all, len(events)}} {
-				got := verdictText(snap.Check(ctx, rails, c.events, c.first, nil))
+				v := snap.check(ctx, rails, c.events, c.first, nil, sums)
+				if !reflect.DeepEqual(v.sums, prefixSums(c.events, nil)) {
+					t.Fatalf("conversation %d call %d: the sums extended from the request's differ from the answer's own", conv, call)
+				}
+				sums = v.sums
+				got := verdictText(v)
 				want := verdictText(full.Check(ctx, rails, c.events, c.first, nil))
 				if got != want {
 					t.Fatalf("conversation %d call %d: with snapshots\n%s\nin full\n%s", conv, call, got, want)
@@ -117,7 +125,7 @@ func TestSnapshotsBounded(t *testing.T) {
 		if err != nil || snap == nil {
 			t.Fatal(err)
 		}
-		sums := prefixSums(events)
+		sums := prefixSums(events, nil)
 		s.put(p, "null", sums[0], snap)
 		sumsOf = append(sumsOf, sums)
 	}
@@ -136,7 +144,7 @@ func TestSnapshotsBounded(t *testing.T) {
 	a := []trace.Event{{Role: "assistant", Content: trace.TextContent("x"), Extra: trace.Fields{{Key: "refusal", Value: json.RawMessage("null")}}}}
 	b := []trace.Event{{Role: "assistant", Content: trace.Content{Kind: trace.ContentParts, Parts: []trace.Part{{Type: "text", Text: "x"}}}}}
 	c := []trace.Event{{Role: "assistant", Content: trace.TextContent("x")}}
-	if sa, sb, sc := prefixSums(a), prefixSums(b), prefixSums(c); sa[0] == sc[0] || sb[0] == sc[0] || reflect.DeepEqual(sa, sb) {
+	if sa, sb, sc := prefixSums(a, nil), prefixSums(b, nil), prefixSums(c, nil); sa[0] == sc[0] || sb[0] == sc[0] || reflect.DeepEqual(sa, sb) {
 		t.Error("events that differ sum alike")
 	}
 	small := newSnapshots(100, 1)
