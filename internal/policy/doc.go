@@ -79,6 +79,7 @@
 //	res, err := p.AnalyzePending(past, pending, params)
 //	res, err := p.AnalyzePendingContext(ctx, past, pending, params) // stopped with ctx
 //	res.Truncated                                  // more violations than Limits.Violations
+//	res, snap, err := p.AnalyzeExtension(ctx, prev, events, params) // a grown trace, from prev's snapshot (incremental.go)
 //	m := policy.NewMonitor(p, params)              // reports each violation once
 //	res, err := m.Analyze(events)
 //	for _, v := range res.Violations { v.Message(); v.Ranges; v.ToDict() }
