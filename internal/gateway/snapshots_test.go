@@ -154,3 +154,58 @@ func TestSnapshotsBounded(t *testing.T) {
 		t.Errorf("a snapshot larger than the cache was kept (%d bytes)", small.bytes)
 	}
 }
+
+// TestGuardSnapshotsConcurrently checks the same conversations from several
+// goroutines at once through one guard, so that they share snapshots (run
+// with -race): every verdict must be the full analysis's.
+func TestGuardSnapshotsConcurrently(t *testing.T) {
+	src, err := os.ReadFile("../../bench/gateway/ten-rules.iv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rails := []*Guardrail{rail(t, "ten", "block", string(src))}
+	ctx := context.Background()
+	shared, full := &Guard{}, &Guard{Full: true}
+	conv := func(seed uint64) [][]trace.Event {
+		r := rand.New(rand.NewPCG(seed, 1))
+		var steps [][]trace.Event
+		var events []trace.Event
+		for range 15 {
+			switch r.IntN(3) {
+			case 0:
+				events = append(events, trace.Event{Role: "user", Content: trace.TextContent("please book AKIAIOSFODNN7EXAMPLE")})
+			case 1:
+				events = append(events, trace.Event{Role: "assistant", ToolCalls: []trace.ToolCall{{ID: fmt.Sprint("c", len(events)), Type: "function",
+					Function: trace.Function{Name: []string{"book_flight", "send_email", "get_time"}[r.IntN(3)], Arguments: json.RawMessage(`{}`)}}}})
+			default:
+				events = append(events, trace.Event{Role: "assistant", Content: trace.TextContent("SSN 123-45-6789")})
+			}
+			steps = append(steps, append([]trace.Event(nil), events...))
+		}
+		return steps
+	}
+	want := map[uint64][]string{}
+	for seed := range uint64(4) {
+		for i, ev := range conv(seed) {
+			want[seed] = append(want[seed], verdictText(full.Check(ctx, rails, ev, max(0, i-1), nil)))
+		}
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			seed := uint64(g % 4)
+			for i, ev := range conv(seed) {
+				if got := verdictText(shared.Check(ctx, rails, ev, max(0, i-1), nil)); got != want[seed][i] {
+					errs <- fmt.Errorf("goroutine %d step %d:\n%s\nwant\n%s", g, i, got, want[seed][i])
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
