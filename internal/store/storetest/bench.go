@@ -14,11 +14,8 @@ import (
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
-// BenchAddTraces measures AddTraces of the 200 tau-bench traces, in batches
-// of 100, into one dataset: traces/s and MB/s of canonical JSON.
-func BenchAddTraces(b *testing.B, open func(b *testing.B) store.Store) {
-	tau := TauBench(b)
-	st := open(b)
+// benchDataset makes the user "bench" and its dataset "bench".
+func benchDataset(b *testing.B, st store.Store) (store.User, store.Dataset) {
 	ctx := context.Background()
 	u, err := st.CreateUser(ctx, "bench", "x")
 	if err != nil {
@@ -28,6 +25,16 @@ func BenchAddTraces(b *testing.B, open func(b *testing.B) store.Store) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return u, d
+}
+
+// BenchAddTraces measures AddTraces of the 200 tau-bench traces, in batches
+// of 100, into one dataset: traces/s and MB/s of canonical JSON.
+func BenchAddTraces(b *testing.B, open func(b *testing.B) store.Store) {
+	tau := TauBench(b)
+	st := open(b)
+	ctx := context.Background()
+	u, d := benchDataset(b, st)
 	var bytes int
 	batches := make([][]store.NewTrace, 0, 2)
 	for i := 0; i < len(tau); i += 100 {
@@ -59,14 +66,7 @@ func BenchReads(b *testing.B, open func(b *testing.B) store.Store, n int) {
 	tau := TauBench(b)
 	st := open(b)
 	ctx := context.Background()
-	u, err := st.CreateUser(ctx, "bench", "x")
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := st.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	u, d := benchDataset(b, st)
 	ids := make([]string, 0, n)
 	start := time.Now()
 	const batchSize = 1000
@@ -153,14 +153,7 @@ func BenchIndex(b *testing.B, open func(b *testing.B) store.Store, n int) {
 	tau := TauBench(b)
 	st := open(b)
 	ctx := context.Background()
-	u, err := st.CreateUser(ctx, "bench", "x")
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := st.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	u, d := benchDataset(b, st)
 	for i := 0; i < n; i += 100 {
 		batch := make([]store.NewTrace, 0, 100)
 		for j := i; j < min(i+100, n); j++ {

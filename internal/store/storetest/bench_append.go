@@ -18,14 +18,7 @@ import (
 func BenchAppendConversation(b *testing.B, open func(b *testing.B) store.Store) {
 	st := open(b)
 	ctx := context.Background()
-	u, err := st.CreateUser(ctx, "bench", "x")
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := st.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	u, d := benchDataset(b, st)
 	run := func(n int) []trace.Event {
 		events := []trace.Event{userEvent("Plan my week: the weather first, then flights between the cities.")}
 		for i := 0; len(events) < n; i++ {
@@ -46,6 +39,7 @@ func BenchAppendConversation(b *testing.B, open func(b *testing.B) store.Store) 
 		if id == "" || appends == 50 {
 			b.StopTimer()
 			t := &trace.Trace{Name: "conversation", Events: run(500)}
+			var err error
 			id, err = st.RecordConversation(ctx, u.ID, d.ID, store.ConversationStep{Trace: t, Head: fmt.Sprintf("start-%d", count)})
 			if err != nil {
 				b.Fatal(err)
