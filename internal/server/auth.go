@@ -84,7 +84,11 @@ func (s *Server) keyPrincipal(ctx context.Context, key string) (*principal, erro
 	if err != nil {
 		return nil, err
 	}
-	s.keys.put(hash, u)
+	// A key of the local user is not kept: the first user created (by the
+	// CLI, beside this server) takes it over at once.
+	if u.Name != store.LocalUserName {
+		s.keys.put(hash, u)
+	}
 	return &principal{User: u, Via: "key"}, nil
 }
 

@@ -366,13 +366,12 @@ func TestEncodeContentMemory(t *testing.T) {
 	text := strings.Repeat("line of a long tool output, with \"quotes\"\n", 200_000) // 8.4 MB
 	tr := &trace.Trace{Name: "big", Events: []trace.Event{{Role: "tool", Content: trace.TextContent(text)}}}
 	raw := len(trace.AppendTrace(nil, tr))
-	// The compressor's state (about 1 MB, pooled) is made on first use: not
-	// a cost of this trace's size.
-	EncodeContent(tr)
 	var content []byte
 	got := allocated(func() { content, _ = EncodeContent(tr) })
-	// The buffer for the trace, and the one for it deflated (a third of it).
-	if limit := uint64(raw) * 7 / 4; got > limit {
+	// The buffer for the trace, and the one for it deflated (a third of it),
+	// plus the compressor's state (about 1 MB: pooled, but the race
+	// detector's pool drops what it is given at random).
+	if limit := uint64(raw)*7/4 + 1<<20; got > limit {
 		t.Errorf("EncodeContent of a %d-byte trace allocated %d bytes (%.1f per byte), want at most %d", raw, got, float64(got)/float64(raw), limit)
 	}
 	back, err := DecodeContent(content, EncDeflate, nil)
