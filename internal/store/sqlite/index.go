@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 
 	"modernc.org/sqlite"
 
@@ -33,7 +34,7 @@ func IndexPath(path string) string { return path + "-search" }
 // indexSchema is the version of the statements below; with
 // search.IndexVersion it is kept in search_state, and an index of another
 // version is dropped and rebuilt.
-const indexSchema = 4
+const indexSchema = 5
 
 var indexTables = []string{
 	// Each distinct text once (agents repeat system prompts, tool names and
@@ -87,7 +88,9 @@ var indexTables = []string{
 	`CREATE INDEX search_meta_text ON search_meta (key, substr(text, 1, 200))`,
 	`CREATE INDEX search_meta_num ON search_meta (key, num) WHERE num IS NOT NULL`,
 	`CREATE INDEX search_meta_trace ON search_meta (trace_id)`,
-	`CREATE TABLE search_state (version INTEGER NOT NULL, schema INTEGER NOT NULL)`,
+	// gen: random at creation, moved on by each step that deletes texts
+	// (textCache).
+	`CREATE TABLE search_state (version INTEGER NOT NULL, schema INTEGER NOT NULL, gen INTEGER NOT NULL)`,
 }
 
 // dropIndex removes the index's tables, whatever version made them.
@@ -127,7 +130,7 @@ func createIndex(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO search_state (version, schema) VALUES (?, ?)`, search.IndexVersion, indexSchema)
+	_, err := tx.ExecContext(ctx, `INSERT INTO search_state (version, schema, gen) VALUES (?, ?, ?)`, search.IndexVersion, indexSchema, rand.Int64())
 	return err
 }
 
@@ -225,14 +228,22 @@ func (b indexBackend) Begin(ctx context.Context) (indexer.Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &indexStep{s: b.s, tx: tx}, nil
+	st := &indexStep{s: b.s, tx: tx, texts: stepTexts{cache: &b.s.texts, learned: map[storeutil.TextHash]int64{}}}
+	if err := tx.QueryRowContext(ctx, `SELECT gen FROM search_state`).Scan(&st.texts.gen); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	st.genAfter = st.texts.gen
+	return st, nil
 }
 
 // indexStep reads the queue and the traces on the read pool (the main
 // file) and writes the index file in tx.
 type indexStep struct {
-	s  *Store
-	tx *sql.Tx
+	s        *Store
+	tx       *sql.Tx
+	texts    stepTexts
+	genAfter int64 // the index's gen once the step commits
 }
 
 func (st *indexStep) Queued(ctx context.Context, n int, datasetID string) ([]indexer.Entry, error) {
@@ -306,7 +317,7 @@ func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {
 			return err
 		}
 	}
-	used, err := insertDocs(ctx, st.tx, live, ld)
+	used, err := insertDocs(ctx, st.tx, live, ld, &st.texts)
 	if err != nil || marked == 0 { // new traces only: no text lost a user
 		return err
 	}
@@ -316,13 +327,21 @@ func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {
 	if _, err := st.tx.ExecContext(ctx, `DELETE FROM marked_texts WHERE id IN (SELECT value FROM json_each(?))`, string(ul)); err != nil {
 		return err
 	}
-	return sweepMarkedTexts(ctx, st.tx)
+	swept, err := sweepMarkedTexts(ctx, st.tx)
+	if err != nil || !swept {
+		return err
+	}
+	// Texts went: any process's cache of this index is stale.
+	st.genAfter = st.texts.gen + 1
+	_, err = st.tx.ExecContext(ctx, `UPDATE search_state SET gen = ?`, st.genAfter)
+	return err
 }
 
 func (st *indexStep) Commit(ctx context.Context, done []indexer.Entry) error {
 	if err := st.tx.Commit(); err != nil {
 		return err
 	}
+	st.s.texts.learned(st.texts.gen, st.genAfter, st.texts.learned)
 	// The queue rows go once the documents are durable; a crash between
 	// the two indexes these traces again. A statement of its own, not
 	// s.write: that would kick the indexer.

@@ -50,13 +50,13 @@ func globPattern(s string) string {
 // to FTS5 in many statements make many small segments, whose merging was
 // most of the indexer's time. So the two FTS5 tables get their rows last,
 // in one statement each: a segment each per batch.
-func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.IndexDoc) ([]int64, error) {
+func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.IndexDoc, known *stepTexts) ([]int64, error) {
 	texts := storeutil.DistinctTexts(docs)
 	var lastText int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM search_texts`).Scan(&lastText); err != nil {
 		return nil, err
 	}
-	textIDs, err := textIDs(ctx, tx, texts)
+	textIDs, err := textIDs(ctx, tx, texts, known)
 	if err != nil {
 		return nil, err
 	}
@@ -151,10 +151,23 @@ func textsMatch(ids []int64) string {
 	return string(b)
 }
 
+// stepTexts is what an index step knows of the texts: the process's cache
+// at the index's gen when the step began, and what the step learns.
+type stepTexts struct {
+	cache   *textCache
+	gen     int64
+	learned map[storeutil.TextHash]int64
+}
+
 // textIDs returns the row id of each distinct text (by hash), inserting
-// the texts the index does not hold yet.
-func textIDs(ctx context.Context, tx *sql.Tx, texts map[storeutil.TextHash]string) (map[storeutil.TextHash]int64, error) {
+// the texts the index does not hold yet; known (nil for none) gives the
+// ids cached and takes those looked up or inserted.
+func textIDs(ctx context.Context, tx *sql.Tx, texts map[storeutil.TextHash]string, known *stepTexts) (map[storeutil.TextHash]int64, error) {
 	ids := make(map[storeutil.TextHash]int64, len(texts))
+	if known != nil {
+		known.cache.known(known.gen, texts, ids)
+	}
+	cached := len(ids)
 	scanID := func(rows *sql.Rows) error {
 		var b []byte
 		var id int64
@@ -164,9 +177,11 @@ func textIDs(ctx context.Context, tx *sql.Tx, texts map[storeutil.TextHash]strin
 		ids[storeutil.TextHash(b)] = id
 		return nil
 	}
-	distinct := make([]storeutil.TextHash, 0, len(texts))
+	distinct := make([]storeutil.TextHash, 0, len(texts)-cached)
 	for h := range texts {
-		distinct = append(distinct, h)
+		if _, ok := ids[h]; !ok {
+			distinct = append(distinct, h)
+		}
 	}
 	for hs := distinct; len(hs) > 0; {
 		chunk := hs[:min(len(hs), 500)]
@@ -193,6 +208,11 @@ func textIDs(ctx context.Context, tx *sql.Tx, texts map[storeutil.TextHash]strin
 	if err := ins.flush(ctx); err != nil {
 		return nil, err
 	}
+	if known != nil {
+		for _, h := range distinct {
+			known.learned[h] = ids[h]
+		}
+	}
 	return ids, nil
 }
 
@@ -212,13 +232,19 @@ func markTexts(ctx context.Context, tx *sql.Tx, query string, args ...any) (int6
 	return res.RowsAffected()
 }
 
-func sweepMarkedTexts(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM search_texts WHERE id IN (SELECT m.id FROM marked_texts m
+// sweepMarkedTexts deletes the marked texts no trace holds any more, and
+// reports whether it deleted any.
+func sweepMarkedTexts(ctx context.Context, tx *sql.Tx) (bool, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM search_texts WHERE id IN (SELECT m.id FROM marked_texts m
 		WHERE NOT EXISTS (SELECT 1 FROM search_docs WHERE search_docs MATCH 't' || m.id))`)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
 	if err == nil {
 		_, err = tx.ExecContext(ctx, `DELETE FROM marked_texts`)
 	}
-	return err
+	return n > 0, err
 }
 
 // batchRows is how many rows one INSERT of a batcher carries.

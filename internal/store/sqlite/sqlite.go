@@ -47,6 +47,7 @@ type Store struct {
 	ix *indexer.Indexer
 	// handover: traces just written, decoded, for the indexer
 	handover *indexer.Handover
+	texts    textCache // ids of the index's texts, for the indexer
 	path     string
 }
 
