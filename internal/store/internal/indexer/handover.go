@@ -34,9 +34,10 @@ type handed struct {
 // handoverAge is how long a trace not taken stays.
 const handoverAge = time.Minute
 
-// NewDefaultHandover is the handover of a store: up to 4,096 traces of up
-// to 32 MB of stored content.
-func NewDefaultHandover() *Handover { return NewHandover(4096, 32<<20) }
+// NewDefaultHandover is the handover of a store: up to 1,024 traces of up
+// to 8 MB of stored content (decoded, several times that), a few batches
+// of the indexer's.
+func NewDefaultHandover() *Handover { return NewHandover(1024, 8<<20) }
 
 // NewHandover keeps up to maxN traces of up to maxSize content bytes in
 // all.
