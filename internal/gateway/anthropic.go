@@ -37,41 +37,33 @@ type anthropic struct{}
 func (anthropic) Name() string { return "anthropic" }
 
 func (anthropic) ParseRequest(body []byte) (Request, error) {
-	var req Request
-	var system []trace.Event
-	var messages []trace.Event
-	hasMessages := false
-	s := jsonscan.New(body)
-	err := decodeBody(s, "request body", func(key string) error {
-		var err error
-		switch key {
-		case "model":
-			req.Model, err = optString(s, "model")
-		case "stream":
-			req.Stream, err = optBool(s, "stream")
-		case "tools":
-			req.Tools, err = optRaw(s)
-		case "system":
-			system, err = decodeAnthropicSystem(s)
-		case "messages":
-			hasMessages = true
-			messages, err = decodeAnthropicMessages(s)
-		default:
-			err = s.Skip()
-		}
-		return err
-	})
-	if err == nil && !hasMessages {
-		err = s.ErrorAt(0, `the request has no "messages"`)
-	}
+	pr, err := anthropicRequest.parse(body)
 	if err != nil {
-		return Request{}, wrapError("anthropic", "request", err)
+		return Request{}, err
 	}
-	req.Events = append(system, messages...)
-	if req.Events == nil {
-		req.Events = []trace.Event{}
+	return pr.Request, nil
+}
+
+func (anthropic) shape() *requestShape { return anthropicRequest }
+
+var anthropicRequest = &requestShape{provider: "anthropic", array: "messages", field: anthropicField, message: decodeAnthropicMessage}
+
+func anthropicField(st *requestState, s *jsonscan.Scanner, key string) error {
+	var err error
+	switch key {
+	case "model":
+		st.model, err = optString(s, "model")
+	case "stream":
+		st.stream, err = optBool(s, "stream")
+	case "tools":
+		st.tools, err = optRaw(s)
+	case "system":
+		st.lead, err = decodeAnthropicSystem(s)
+		st.leadSets++
+	default:
+		err = s.Skip()
 	}
-	return req, nil
+	return err
 }
 
 func decodeAnthropicSystem(s *jsonscan.Scanner) ([]trace.Event, error) {
@@ -90,19 +82,6 @@ func decodeAnthropicSystem(s *jsonscan.Scanner) ([]trace.Event, error) {
 		return []trace.Event{{Role: "system", Content: partsContent(parts, false)}}, nil
 	}
 	return nil, s.Errorf("system must be a string or a list of text blocks, not %s", s.Peek())
-}
-
-func decodeAnthropicMessages(s *jsonscan.Scanner) ([]trace.Event, error) {
-	if err := s.Expect(jsonscan.Array, "messages"); err != nil {
-		return nil, err
-	}
-	events := []trace.Event{}
-	err := s.Array(func(int) error {
-		evs, err := decodeAnthropicMessage(s)
-		events = append(events, evs...)
-		return err
-	})
-	return events, err
 }
 
 // decodeAnthropicMessage reads {role, content} as its events.

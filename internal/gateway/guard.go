@@ -57,6 +57,9 @@ type Verdict struct {
 	// sums are the checked events' prefix sums, when computed: the next
 	// check of the call, on these events and the answer's, starts from them.
 	sums []eventsSum
+	// trace is the checked events as the policies saw them, when built:
+	// the next check of the call extends it.
+	trace *policy.Trace
 }
 
 // Message is what a refused call answers: every blocking finding, in
@@ -122,12 +125,15 @@ type Guard struct {
 // longest prefix of events an earlier check analyzed (snapshots.go), with
 // the answer a full analysis gives.
 func (g *Guard) Check(ctx context.Context, rails []*Guardrail, events []trace.Event, first int, params map[string]any) Verdict {
-	return g.check(ctx, rails, events, first, params, nil)
+	return g.check(ctx, rails, events, first, params, nil, nil)
 }
 
-// check is Check given the sums of a prefix of events (snapshots.go) that
-// an earlier check of the same call computed, or nil.
-func (g *Guard) check(ctx context.Context, rails []*Guardrail, events []trace.Event, first int, params map[string]any, sums []eventsSum) (v Verdict) {
+// check is Check given what an earlier check (of the same call, or of the
+// call before in the conversation) knew of a prefix of events: their sums
+// (snapshots.go), or nil, and the Trace the policies saw, to be extended
+// (policy.Trace.Extend: events begin with its events, and no other check
+// uses it meanwhile), or nil.
+func (g *Guard) check(ctx context.Context, rails []*Guardrail, events []trace.Event, first int, params map[string]any, sums []eventsSum, base *policy.Trace) (v Verdict) {
 	if len(rails) == 0 {
 		return v
 	}
@@ -147,8 +153,8 @@ func (g *Guard) check(ctx context.Context, rails []*Guardrail, events []trace.Ev
 		}
 		defer release()
 	}
-	a := analysis{sums: sums}
-	defer func() { v.sums = a.sums }()
+	a := analysis{sums: sums, base: base}
+	defer func() { v.sums, v.trace = a.sums, a.trace }()
 	for _, r := range rails {
 		if r.Policy == nil {
 			v.add(Finding{Guardrail: r, Err: errors.New("the policy does not load"), New: true})
@@ -173,6 +179,8 @@ type analysis struct {
 	ok     bool
 	sums   []eventsSum
 	params string
+	base   *policy.Trace
+	trace  *policy.Trace
 }
 
 // analyze checks events against pol: as an extension of the snapshot of
@@ -196,7 +204,14 @@ func (g *Guard) analyze(ctx context.Context, a *analysis, pol *policy.Policy, ev
 	}
 	g.snapOnce.Do(func() { g.snaps = newSnapshots(maxSnapshots, maxSnapshotBytes) })
 	prev := g.snaps.longest(pol, a.params, a.sums)
-	res, snap, err := pol.AnalyzeExtension(ctx, prev, events, params)
+	if a.trace == nil {
+		if a.base != nil && a.base.Len() <= len(events) {
+			a.trace = a.base.Extend(events)
+		} else {
+			a.trace = policy.NewTrace(events)
+		}
+	}
+	res, snap, err := pol.AnalyzeExtensionOf(ctx, prev, a.trace, params)
 	if snap != nil && (prev == nil || prev.Events() != snap.Events()) {
 		g.snaps.put(pol, a.params, a.sums[len(a.sums)-1], snap)
 	}

@@ -26,42 +26,41 @@ type openAI struct{}
 func (openAI) Name() string { return "openai" }
 
 func (openAI) ParseRequest(body []byte) (Request, error) {
-	var req Request
-	var functions json.RawMessage
-	s := jsonscan.New(body)
-	hasMessages := false
-	err := decodeBody(s, "request body", func(key string) error {
-		var err error
-		switch key {
-		case "messages":
-			hasMessages = true
-			req.Events, err = trace.DecodeEvents(s, "messages")
-		case "model":
-			req.Model, err = optString(s, "model")
-		case "stream":
-			req.Stream, err = optBool(s, "stream")
-		case "tools":
-			req.Tools, err = optRaw(s)
-		case "functions": // the deprecated form of tools
-			functions, err = optRaw(s)
-		default:
-			err = s.Skip()
-		}
-		return err
-	})
-	if req.Tools == nil {
-		req.Tools = functions
-	}
-	if err == nil && !hasMessages {
-		err = s.ErrorAt(0, `the request has no "messages"`)
-	}
+	pr, err := openAIRequest.parse(body)
 	if err != nil {
-		return Request{}, wrapError("openai", "request", err)
+		return Request{}, err
 	}
-	for i := range req.Events {
-		tidyOpenAIEvent(&req.Events[i])
+	return pr.Request, nil
+}
+
+func (openAI) shape() *requestShape { return openAIRequest }
+
+var openAIRequest = &requestShape{provider: "openai", array: "messages", field: openAIField, message: openAIMessage}
+
+func openAIField(st *requestState, s *jsonscan.Scanner, key string) error {
+	var err error
+	switch key {
+	case "model":
+		st.model, err = optString(s, "model")
+	case "stream":
+		st.stream, err = optBool(s, "stream")
+	case "tools":
+		st.tools, err = optRaw(s)
+	case "functions": // the deprecated form of tools
+		st.functions, err = optRaw(s)
+	default:
+		err = s.Skip()
 	}
-	return req, nil
+	return err
+}
+
+func openAIMessage(s *jsonscan.Scanner) ([]trace.Event, error) {
+	ev := make([]trace.Event, 1)
+	if err := trace.DecodeEvent(s, &ev[0]); err != nil {
+		return nil, err
+	}
+	tidyOpenAIEvent(&ev[0])
+	return ev, nil
 }
 
 // tidyOpenAIEvent drops the members that say "none" and writes arguments

@@ -13,8 +13,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/lookout-dev/lookout/internal/policy"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -27,6 +29,14 @@ type Proxy struct {
 	Log      *slog.Logger
 	// MaxResponse bounds a non-streamed answer read from upstream (0: 64 MiB).
 	MaxResponse int64
+
+	reqOnce  sync.Once
+	requests *requestCache // requests.go
+}
+
+// shaped is a provider whose requests a requestCache can read.
+type shaped interface {
+	shape() *requestShape
 }
 
 // Call is one call to proxy, as the server resolved it.
@@ -60,12 +70,13 @@ type callRecord struct {
 	findings []Finding
 	seen     map[string]bool // findings by guardrail and key, counted once
 	sums     []eventsSum     // the request's events' prefix sums (snapshots.go)
+	trace    *policy.Trace   // the request's events as the policies saw them
 }
 
 // Serve proxies one call and writes its answer.
 func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) {
 	ctx := r.Context()
-	req, err := c.Provider.ParseRequest(c.Body)
+	req, pr, err := p.parseRequest(c)
 	if err != nil {
 		p.writeError(w, c, "[Lookout] the request cannot be read: "+err.Error(), nil)
 		return
@@ -77,7 +88,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) {
 		req.Stream = *c.Stream
 	}
 	rec := &callRecord{c: c, req: req, start: time.Now(), seen: map[string]bool{}}
-	rec.heads = Heads(req.Events)
+	rec.heads = pr.extendHeads(req.Events)
 	rec.span = trace.Span{ID: newSpanID(), Name: strings.TrimSpace(c.Provider.Name() + " " + req.Model), Kind: "llm", Start: rec.start}
 	rec.conv, rec.stored, err = p.Recorder.Lookup(ctx, c.OwnerID, c.DatasetID, rec.heads)
 	if err != nil {
@@ -86,9 +97,16 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) {
 	}
 
 	// The request, before it goes anywhere.
-	v := p.Guard.Check(ctx, c.Rails, req.Events, rec.stored, c.Params)
-	rec.sums = v.sums
+	v := p.Guard.check(ctx, c.Rails, req.Events, rec.stored, c.Params, pr.knownSums(), pr.takeTrace())
+	rec.sums, rec.trace = v.sums, v.trace
 	rec.add(v)
+	if pr != nil {
+		pr.heads, pr.sums = rec.heads, v.sums
+		p.requests.keep(pr)
+		// The next call of the conversation extends the request's Trace,
+		// once this call's checks are done with it.
+		defer pr.putTrace(rec.trace)
+	}
 	if v.Blocked {
 		rec.span.Status, rec.span.StatusMessage = "blocked", v.Message()
 		p.record(ctx, rec, nil, false)
@@ -122,6 +140,22 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, c *Call) {
 		return
 	}
 	p.whole(ctx, w, rec, resp)
+}
+
+// parseRequest reads the call's request: after a kept request it repeats
+// (requests.go) when the provider allows.
+func (p *Proxy) parseRequest(c *Call) (Request, *parsedRequest, error) {
+	sp, ok := c.Provider.(shaped)
+	if !ok {
+		req, err := c.Provider.ParseRequest(c.Body)
+		return req, nil, err
+	}
+	p.reqOnce.Do(func() { p.requests = newRequestCache(maxRequestBytes) })
+	pr, err := p.requests.read(sp.shape(), c.Body)
+	if err != nil {
+		return Request{}, nil, err
+	}
+	return pr.Request, pr, nil
 }
 
 // whole proxies an answer read whole: checked before the agent gets it.
@@ -164,7 +198,7 @@ func (p *Proxy) whole(ctx context.Context, w http.ResponseWriter, rec *callRecor
 	}
 	rec.answered(out)
 	all := append(append([]trace.Event(nil), rec.req.Events...), out.Events...)
-	v := p.Guard.check(ctx, rec.c.Rails, all, len(rec.req.Events), rec.c.Params, rec.sums)
+	v := p.Guard.check(ctx, rec.c.Rails, all, len(rec.req.Events), rec.c.Params, rec.sums, rec.trace)
 	rec.add(v)
 	if v.Blocked {
 		rec.span.Status, rec.span.StatusMessage = "blocked", v.Message()
@@ -200,7 +234,7 @@ func (p *Proxy) stream(ctx context.Context, w http.ResponseWriter, rec *callReco
 	check := func() bool {
 		out := st.Response()
 		all := append(append([]trace.Event(nil), rec.req.Events...), out.Events...)
-		v := p.Guard.check(ctx, rec.c.Rails, all, len(rec.req.Events), rec.c.Params, rec.sums)
+		v := p.Guard.check(ctx, rec.c.Rails, all, len(rec.req.Events), rec.c.Params, rec.sums, rec.trace)
 		rec.add(v)
 		checked = len(out.Events)
 		if v.Blocked {

@@ -78,18 +78,19 @@ func TestGuardSnapshots(t *testing.T) {
 			}
 			answer := []trace.Event{event()}
 			all := append(append([]trace.Event(nil), events...), answer...)
-			// The answer's check starts from the request's sums, as the
-			// proxy's does.
+			// The answer's check starts from the request's sums and Trace,
+			// as the proxy's does.
 			var sums []eventsSum
+			var tr *policy.Trace
 			for _, c := range []struct {
 				events []trace.Event
 				first  int
 			}{{events, stored}, {all, len(events)}} {
-				v := snap.check(ctx, rails, c.events, c.first, nil, sums)
+				v := snap.check(ctx, rails, c.events, c.first, nil, sums, tr)
 				if !reflect.DeepEqual(v.sums, prefixSums(c.events, nil)) {
 					t.Fatalf("conversation %d call %d: the sums extended from the request's differ from the answer's own", conv, call)
 				}
-				sums = v.sums
+				sums, tr = v.sums, v.trace
 				got := verdictText(v)
 				want := verdictText(full.Check(ctx, rails, c.events, c.first, nil))
 				if got != want {

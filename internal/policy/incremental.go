@@ -81,11 +81,17 @@ const (
 // searches only assignments that involve later events (see above). Result
 // Steps counts the work done, which is less than a full analysis's.
 func (p *Policy) AnalyzeExtension(ctx context.Context, prev *Snapshot, events []trace.Event, params map[string]any) (*Result, *Snapshot, error) {
+	return p.AnalyzeExtensionOf(ctx, prev, NewTrace(events), params)
+}
+
+// AnalyzeExtensionOf is AnalyzeExtension of t's events.
+func (p *Policy) AnalyzeExtensionOf(ctx context.Context, prev *Snapshot, t *Trace, params map[string]any) (*Result, *Snapshot, error) {
+	events := t.st.events
 	if prev != nil && (prev.p != p || prev.events > len(events) || len(prev.rules) != len(p.rules)) {
 		prev = nil
 	}
 	var snap *Snapshot
-	res, err := p.run(ctx, events, len(events), params, func(in *interp, res *Result) {
+	res, err := p.run(ctx, t.st, len(events), params, func(in *interp, res *Result) {
 		snap = in.runTracked(p, prev, res)
 	})
 	if err == nil && snap != nil {
@@ -95,9 +101,26 @@ func (p *Policy) AnalyzeExtension(ctx context.Context, prev *Snapshot, events []
 		// A full analysis with paths kept is the full analysis.
 		return res, nil, err
 	}
-	res, err = p.AnalyzeContext(ctx, events, params)
+	res, err = p.analyzeState(ctx, t.st, len(events), params)
 	return res, nil, err
 }
+
+// Trace is a trace as policies see it, built once for several analyses
+// (the guardrails of a gateway call, on its request, then on its answer)
+// and extended as the trace grows: what an analysis builds for each event
+// is built once. Not safe for concurrent use, and neither are two Traces
+// of which one extends the other (they share what they decode lazily).
+type Trace struct{ st *traceState }
+
+// NewTrace prepares events for analyses.
+func NewTrace(events []trace.Event) *Trace { return &Trace{st: newTraceState(events)} }
+
+// Extend returns the Trace of events, whose first t.Len() are t's events
+// (the caller vouches for it).
+func (t *Trace) Extend(events []trace.Event) *Trace { return &Trace{st: t.st.extend(events)} }
+
+// Len is the number of events of t.
+func (t *Trace) Len() int { return len(t.st.events) }
 
 // runTracked runs every rule keeping its models' paths, extending prev's
 // models when it can, and returns the snapshot, or nil when the result is

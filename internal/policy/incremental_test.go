@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,11 +56,14 @@ func diffResults(full *policy.Result, ferr error, inc *policy.Result, ierr error
 
 // checkChain analyzes events at each cut in turn, extending the previous
 // snapshot, and compares each answer with the full analysis's; it returns
-// how many extensions had a snapshot to extend.
+// how many extensions had a snapshot to extend. A second chain does the
+// same on a policy.Trace extended from cut to cut, analyzed twice at each
+// (a gateway call checks its request, then its answer, on one Trace).
 func checkChain(t *testing.T, name string, p *policy.Policy, events []trace.Event, params map[string]any, cuts []int) int {
 	t.Helper()
 	ctx := context.Background()
-	var snap *policy.Snapshot
+	var snap, trSnap *policy.Snapshot
+	var tr *policy.Trace
 	extended := 0
 	for _, m := range cuts {
 		if snap != nil {
@@ -67,6 +71,23 @@ func checkChain(t *testing.T, name string, p *policy.Policy, events []trace.Even
 		}
 		inc, next, ierr := p.AnalyzeExtension(ctx, snap, events[:m], params)
 		full, ferr := p.AnalyzeContext(ctx, events[:m], params)
+		if tr == nil {
+			tr = policy.NewTrace(events[:m])
+		} else {
+			tr = tr.Extend(slices.Clone(events[:m])) // equal events, not the same memory
+		}
+		for range 2 {
+			tinc, tnext, terr := p.AnalyzeExtensionOf(ctx, trSnap, tr, params)
+			var re *policy.RuntimeError
+			if errors.As(ferr, &re) && re.Class == policy.ClassBudget && terr == nil {
+				trSnap = tnext
+				continue
+			}
+			if d := diffResults(full, ferr, tinc, terr); d != "" {
+				t.Fatalf("%s: events %d on an extended Trace (cuts %v): %s", name, m, cuts, d)
+			}
+			trSnap = tnext
+		}
 		var re *policy.RuntimeError
 		if errors.As(ferr, &re) && re.Class == policy.ClassBudget && ierr == nil {
 			// An extension does less work than the full analysis, so it

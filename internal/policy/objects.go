@@ -2,6 +2,8 @@ package policy
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -42,14 +44,44 @@ type traceState struct {
 	tools   []value
 	byType  map[string][]value
 	pending int // index of the first pending event (analyze_pending), or len(events)
+
+	// What building the objects of later events needs (extend).
+	seq       int
+	lastCall  *toolCall
+	callsByID map[string]*toolCall
 }
 
 func newTraceState(events []trace.Event) *traceState {
-	st := &traceState{events: events, pending: len(events)}
+	st := &traceState{}
+	st.build(events, 0)
+	return st
+}
+
+// extend returns the state of events, whose first len(st.events) are
+// st's events (the caller vouches for it): st's objects are shared, the
+// later events' are built. st stays as it was, but the two share the lazy
+// caches of st's objects and the room past the end of st's lists: neither
+// may be used while the other is, and a state extended twice leaves the
+// first extension unusable.
+func (st *traceState) extend(events []trace.Event) *traceState {
+	n := len(st.events)
+	ns := &traceState{seq: st.seq, lastCall: st.lastCall}
+	if len(st.callsByID) > 0 {
+		ns.callsByID = maps.Clone(st.callsByID)
+	}
+	ns.top, ns.msgs, ns.outs, ns.calls, ns.tools = st.top, st.msgs, st.outs, st.calls, st.tools
+	ns.build(events, n)
+	return ns
+}
+
+// build builds the objects of events from event from on, after those of
+// the events before it (st's lists hold them; they are not written to).
+func (st *traceState) build(events []trace.Event, from int) {
+	st.events, st.pending, st.byType = events, len(events), nil
 	// Objects are allocated in slabs, one per kind, to keep an analysis of a
 	// short trace to a handful of allocations.
 	nMsg, nOut, nCall, nBare := 0, 0, 0, 0
-	for i := range events {
+	for i := from; i < len(events); i++ {
 		ev := &events[i]
 		switch {
 		case ev.Role == "tool":
@@ -65,15 +97,23 @@ func newTraceState(events []trace.Event) *traceState {
 	msgs := make([]message, nMsg)
 	outs := make([]toolOutput, nOut)
 	calls := make([]toolCall, nCall+nBare)
-	vals := make([]value, 2*(nMsg+nOut)+2*(nCall+nBare))
-	st.top, vals = vals[:0:nMsg+nOut+nBare], vals[nMsg+nOut+nBare:]
-	st.msgs, vals = vals[:0:nMsg], vals[nMsg:]
-	st.outs, vals = vals[:0:nOut], vals[nOut:]
-	st.calls = vals[: 0 : nCall+nBare]
-	seq := 0
-	var lastCall *toolCall
-	var callsByID map[string]*toolCall
-	for i := range events {
+	// The lists grow by append: a state extended again and again (one
+	// call of a conversation after another) writes past the end of the
+	// lists of the state it extends, which that state does not see, so
+	// each extension costs what it adds, not the whole trace.
+	grow := func(l []value, extra int) []value {
+		if len(l) == 0 {
+			return make([]value, 0, extra)
+		}
+		return slices.Grow(l, extra)
+	}
+	st.top = grow(st.top, nMsg+nOut+nBare)
+	st.msgs = grow(st.msgs, nMsg)
+	st.outs = grow(st.outs, nOut)
+	st.calls = grow(st.calls, nCall+nBare)
+	seq, lastCall, callsByID := st.seq, st.lastCall, st.callsByID
+	defer func() { st.seq, st.lastCall, st.callsByID = seq, lastCall, callsByID }()
+	for i := from; i < len(events); i++ {
 		ev := &events[i]
 		switch {
 		case ev.Role == "tool":
@@ -174,7 +214,6 @@ func newTraceState(events []trace.Event) *traceState {
 			st.calls = append(st.calls, v)
 		}
 	}
-	return st
 }
 
 // selectType returns every object of the named type in the trace, in order,

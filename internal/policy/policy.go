@@ -301,7 +301,11 @@ func (p *Policy) AnalyzePendingContext(ctx context.Context, past, pending []trac
 }
 
 func (p *Policy) analyze(ctx context.Context, events []trace.Event, firstPending int, params map[string]any) (res *Result, err error) {
-	return p.run(ctx, events, firstPending, params, func(in *interp, res *Result) {
+	return p.analyzeState(ctx, newTraceState(events), firstPending, params)
+}
+
+func (p *Policy) analyzeState(ctx context.Context, st *traceState, firstPending int, params map[string]any) (res *Result, err error) {
+	return p.run(ctx, st, firstPending, params, func(in *interp, res *Result) {
 		for _, r := range p.rules {
 			in.rule = r.idx
 			in.runRule(r, res)
@@ -314,10 +318,10 @@ func (p *Policy) analyze(ctx context.Context, events []trace.Event, firstPending
 
 // run sets up an analysis of events and runs body in it, turning the
 // evaluation's failures into the error returned.
-func (p *Policy) run(ctx context.Context, events []trace.Event, firstPending int, params map[string]any, body func(in *interp, res *Result)) (res *Result, err error) {
+func (p *Policy) run(ctx context.Context, st *traceState, firstPending int, params map[string]any, body func(in *interp, res *Result)) (res *Result, err error) {
 	in := &interp{
 		p:          p,
-		st:         newTraceState(events),
+		st:         st,
 		params:     params,
 		paramObj:   &paramsObj{vals: map[string]value{}},
 		maxSteps:   p.limits.Steps,

@@ -54,6 +54,12 @@ type Options struct {
 	// NoRecording keeps the call count but not the requests (for
 	// benchmarks, whose requests would fill memory).
 	NoRecording bool
+	// Lean answers the script's first turn without reading the request
+	// beyond whether it streams (`"stream":true` anywhere in it): for
+	// benchmarks of what stands between an agent and its provider, where
+	// the fake's own parse of a long conversation would be most of the
+	// machine's work. The key is still checked.
+	Lean bool
 }
 
 // Request is one request a fake received, as it arrived.
@@ -258,9 +264,14 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request, body []byte, readEr
 	if e := a.authenticate(r, f.opt.Key); e != nil {
 		return refuse(e)
 	}
-	p, e := a.parse(r, body)
-	if e != nil {
-		return refuse(e)
+	var p parsed
+	if f.opt.Lean {
+		p = parsed{model: "lean", stream: bytes.Contains(body, []byte(`"stream":true`))}
+	} else {
+		var e *apiError
+		if p, e = a.parse(r, body); e != nil {
+			return refuse(e)
+		}
 	}
 	f.mu.Lock()
 	t, turn := f.script.turn(p.assistants)
