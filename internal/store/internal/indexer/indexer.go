@@ -184,6 +184,28 @@ func (ix *Indexer) Kick() {
 // kicked: another process (a CLI beside `lookout serve`) may write.
 const poll = time.Second
 
+// settle is the least time from a step that found work to the next: a
+// trace written again and again (a gateway conversation, a call every
+// millisecond) is then indexed once for the writes of that time, not once
+// for each, while a write after a quiet spell is indexed at once. Searches
+// do not wait for it: they index their dataset's queue themselves.
+const settle = 100 * time.Millisecond
+
+// sleep waits d, or until ctx ends: then it returns false.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 func (ix *Indexer) loop(ctx context.Context) {
 	defer close(ix.done)
 	backoff := time.Duration(0)
@@ -220,6 +242,9 @@ func (ix *Indexer) loop(ctx context.Context) {
 		default:
 			backoff = 0
 			wait = poll
+		}
+		if n > 0 && !sleep(ctx, settle-time.Since(start)) {
+			break
 		}
 		t := time.NewTimer(wait)
 		select {
