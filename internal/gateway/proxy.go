@@ -151,7 +151,7 @@ func (p *Proxy) parseRequest(c *Call) (Request, *parsedRequest, error) {
 		return req, nil, err
 	}
 	p.reqOnce.Do(func() { p.requests = newRequestCache(maxRequestBytes) })
-	pr, err := p.requests.read(sp.shape(), c.Body)
+	pr, err := p.requests.read(sp.shape(), c.OwnerID, c.Body)
 	if err != nil {
 		return Request{}, nil, err
 	}

@@ -308,11 +308,19 @@ func newRequestCache(maxBytes int64) *requestCache {
 // read reads body with sh: after the kept request sharing the longest
 // prefix with it, up to the end of a message, when there is one. The
 // request is not kept yet: keep it once its heads and sums are known.
-func (c *requestCache) read(sh *requestShape, body []byte) (*parsedRequest, error) {
+func (c *requestCache) read(sh *requestShape, owner string, body []byte) (*parsedRequest, error) {
 	if len(body) < minCachedBody {
 		return sh.parse(body)
 	}
-	key := maphash.Bytes(startSeed, body[:startBytes])
+	// Each owner's requests are kept apart: what one reads as the same
+	// bytes another sent is the same request, but how fast it was read
+	// should not tell anyone what another owner's agents send.
+	var h maphash.Hash
+	h.SetSeed(startSeed)
+	h.WriteString(owner)
+	h.WriteByte(0)
+	h.Write(body[:startBytes])
+	key := h.Sum64()
 	if from, j := c.find(key, body); from != nil {
 		if pr, ok := sh.resume(body, from, j); ok {
 			pr.key = key

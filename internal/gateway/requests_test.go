@@ -93,7 +93,7 @@ func TestRequestCacheSameAsWhole(t *testing.T) {
 						body = body[:len(body)-3] + `,"model":7}`
 					}
 					want, wantErr := v.p.ParseRequest([]byte(body))
-					pr, err := c.read(v.sh, []byte(body))
+					pr, err := c.read(v.sh, "owner", []byte(body))
 					if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 						t.Fatalf("conv %d call %d: error %v, read whole: %v", conv, call, err, wantErr)
 					}
@@ -130,7 +130,7 @@ func TestRequestCacheBounded(t *testing.T) {
 	c := newRequestCache(1 << 20)
 	for i := range 200 {
 		body := fmt.Sprintf(`{"model":"m%03d","messages":[{"role":"user","content":"%s"}]}`, i, strings.Repeat("x", 8<<10))
-		pr, err := c.read(openAIRequest, []byte(body))
+		pr, err := c.read(openAIRequest, "owner", []byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,5 +256,30 @@ raise "many mails" if:
 	}
 	if c := proxies[0].requests; c == nil || c.hits < 50 {
 		t.Errorf("the proxy read %v requests after a kept one; want nearly all 60", c)
+	}
+}
+
+// TestRequestCacheByOwner checks one owner's kept requests are not read
+// after by another's (how fast a request reads would tell what others sent).
+func TestRequestCacheByOwner(t *testing.T) {
+	c := newRequestCache(maxRequestBytes)
+	msgs := `{"role":"system","content":"` + strings.Repeat("x", 8<<10) + `"},{"role":"user","content":"hi"}`
+	pr, err := c.read(openAIRequest, "alice", []byte(`{"model":"m","messages":[`+msgs+`]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.keep(pr)
+	next := []byte(`{"model":"m","messages":[` + msgs + `,{"role":"assistant","content":"hello"}]}`)
+	for _, tc := range []struct {
+		owner string
+		after bool
+	}{{"bob", false}, {"alice", true}} {
+		pr, err := c.read(openAIRequest, tc.owner, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pr.from != nil; got != tc.after {
+			t.Errorf("%s's request read after alice's kept one: %v, want %v", tc.owner, got, tc.after)
+		}
 	}
 }
