@@ -18,6 +18,7 @@ package indexer
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -209,9 +210,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func (ix *Indexer) loop(ctx context.Context) {
 	defer close(ix.done)
 	backoff := time.Duration(0)
+	held := &recentTraces{at: map[string]time.Time{}}
 	for ctx.Err() == nil {
 		start := time.Now()
-		n, err := runStep(ctx, ix.b, "", ix.doneRows)
+		n, wake, err := runStep(ctx, ix.b, "", ix.doneRows, held)
 		ix.mu.Lock()
 		// The rate is that of full batches only: a partial one means the
 		// indexer keeps up, and its fixed cost a step would make the rate
@@ -239,6 +241,13 @@ func (ix *Indexer) loop(ctx context.Context) {
 		case n == BatchSize:
 			backoff = 0
 			continue
+		case n == 0 && !wake.IsZero():
+			// Only traces indexed lately are queued: nothing to do before
+			// the first of them may be indexed again, whatever is written.
+			if !sleep(ctx, time.Until(wake)) {
+				return
+			}
+			continue
 		default:
 			backoff = 0
 			wait = poll
@@ -261,32 +270,83 @@ func (ix *Indexer) loop(ctx context.Context) {
 // whose content cannot be decoded loses its document (and is logged)
 // rather than stopping the queue.
 func RunStep(ctx context.Context, b Backend, datasetID string) (int, error) {
-	return runStep(ctx, b, datasetID, nil)
+	n, _, err := runStep(ctx, b, datasetID, nil, nil)
+	return n, err
 }
 
-func runStep(ctx context.Context, b Backend, datasetID string, done *doneRows) (int, error) {
+// runStep runs a step; with held, it leaves the rows of the traces held
+// indexed lately in the queue, and when they are all there is, wake is
+// when the first may be indexed again.
+func runStep(ctx context.Context, b Backend, datasetID string, done *doneRows, held *recentTraces) (n int, wake time.Time, err error) {
 	st, err := b.Begin(ctx)
 	if err != nil {
-		return 0, err
+		return 0, wake, err
 	}
-	n, err := stepIn(ctx, st, datasetID, done)
+	n, wake, err = stepIn(ctx, st, datasetID, done, held)
 	if err != nil {
 		st.Rollback()
-		return 0, err
+		return 0, wake, err
 	}
-	return n, nil
+	return n, wake, nil
 }
 
-func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows) (int, error) {
+// recentTraces are the traces the background loop indexed in the last
+// reindexAfter, with when. A trace written again within that time (a
+// gateway conversation's calls, spans of one trace in several batches)
+// waits in the queue for the rest of it: indexing a long trace costs what
+// the whole trace holds, so a conversation of a call every millisecond
+// would otherwise take a core. Searches do not wait: WaitFor indexes
+// their dataset's queue, held traces included.
+type recentTraces struct {
+	at map[string]time.Time
+}
+
+const reindexAfter = time.Second
+
+// hold drops from entries those of traces indexed lately, and says when
+// the first of them may be indexed again (zero when none is held).
+func (r *recentTraces) hold(entries []Entry, now time.Time) ([]Entry, time.Time) {
+	if r == nil {
+		return entries, time.Time{}
+	}
+	maps.DeleteFunc(r.at, func(_ string, t time.Time) bool { return now.Sub(t) >= reindexAfter })
+	var wake time.Time
+	kept := entries[:0:0]
+	for _, e := range entries {
+		if t, ok := r.at[e.TraceID]; ok {
+			if w := t.Add(reindexAfter); wake.IsZero() || w.Before(wake) {
+				wake = w
+			}
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return kept, wake
+}
+
+func (r *recentTraces) indexed(ids []string, now time.Time) {
+	if r == nil {
+		return
+	}
+	for _, id := range ids {
+		r.at[id] = now
+	}
+}
+
+func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows, held *recentTraces) (int, time.Time, error) {
 	entries, err := st.Queued(ctx, BatchSize+done.len(), datasetID)
 	if err == nil {
 		entries = done.without(entries, BatchSize)
+	}
+	var wake time.Time
+	if err == nil {
+		entries, wake = held.hold(entries, time.Now())
 	}
 	if err != nil || len(entries) == 0 {
 		if err == nil {
 			st.Rollback()
 		}
-		return 0, err
+		return 0, wake, err
 	}
 	// A trace queued several times (appended to, rebuilt from more spans)
 	// is indexed once, from what is stored now.
@@ -320,6 +380,7 @@ func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows) (int
 			}
 		})
 	}
+	indexedAt := time.Now()
 	err = st.Traces(ctx, ids, func(id string, t *trace.Trace, bad error) {
 		if bad != nil {
 			slog.Warn("search index: trace skipped", "trace", id, "err", bad)
@@ -330,18 +391,19 @@ func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows) (int
 	close(jobs)
 	wg.Wait()
 	if err != nil {
-		return 0, err
+		return 0, wake, err
 	}
 	if err := st.Write(ctx, docs); err != nil {
-		return 0, err
+		return 0, wake, err
 	}
 	// Noted before the commit, which lets the next step in.
 	done.add(entries, true)
 	defer done.add(entries, false)
 	if err := st.Commit(ctx, entries); err != nil {
-		return 0, err
+		return 0, wake, err
 	}
-	return len(entries), nil
+	held.indexed(ids, indexedAt)
+	return len(entries), wake, nil
 }
 
 // CatchUp indexes the whole queue in this goroutine, calling progress
@@ -374,7 +436,7 @@ func (ix *Indexer) WaitFor(ctx context.Context, datasetID string) error {
 	last := bs.Last
 	for {
 		// A step of none: another indexer took the rows meanwhile.
-		if _, err := runStep(ctx, ix.b, datasetID, ix.doneRows); err != nil {
+		if _, _, err := runStep(ctx, ix.b, datasetID, ix.doneRows, nil); err != nil {
 			return err
 		}
 		bs, err = ix.b.Bounds(ctx, datasetID, false)
