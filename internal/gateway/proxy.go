@@ -71,6 +71,9 @@ type callRecord struct {
 	seen     map[string]bool // findings by guardrail and key, counted once
 	sums     []eventsSum     // the request's events' prefix sums (snapshots.go)
 	trace    *policy.Trace   // the request's events as the policies saw them
+	// all is the request's events and then the answer's, when a check
+	// made them: a copy of the call's own, which the recording takes.
+	all []trace.Event
 }
 
 // Serve proxies one call and writes its answer.
@@ -197,7 +200,8 @@ func (p *Proxy) whole(ctx context.Context, w http.ResponseWriter, rec *callRecor
 		return
 	}
 	rec.answered(out)
-	all := append(append([]trace.Event(nil), rec.req.Events...), out.Events...)
+	all := append(append(make([]trace.Event, 0, len(rec.req.Events)+len(out.Events)), rec.req.Events...), out.Events...)
+	rec.all = all
 	v := p.Guard.check(ctx, rec.c.Rails, all, len(rec.req.Events), rec.c.Params, rec.sums, rec.trace)
 	rec.add(v)
 	if v.Blocked {
@@ -380,17 +384,25 @@ func (p *Proxy) record(ctx context.Context, rec *callRecord, answer []trace.Even
 		sp.Status = "ok"
 	}
 	sp.Attributes = spanAttributes(rec, sp.End.Sub(rec.start))
-	events := append([]trace.Event(nil), rec.req.Events...)
-	m := len(events)
+	m := len(rec.req.Events)
+	var events []trace.Event
+	if len(rec.all) == m+len(answer) {
+		// The check's copy, the call's own: copying a long conversation's
+		// events again cost more than the rest of recording it.
+		events = rec.all[:m]
+	} else {
+		events = append(make([]trace.Event, 0, m+len(answer)), rec.req.Events...)
+	}
 	if withheld {
 		if raw, err := json.Marshal(json.RawMessage(trace.AppendEvents(nil, answer))); err == nil {
 			sp.Outputs = raw
 		}
 	} else {
+		events = events[:m+len(answer)]
 		for i := range answer {
 			e := answer[i]
 			e.SpanID = sp.ID
-			events = append(events, e)
+			events[m+i] = e
 		}
 	}
 	anns := annotationsAt(rec.findings, sp.ID, m, len(events), withheld)

@@ -75,6 +75,9 @@ type parsedRequest struct {
 	sums  []eventsSum
 	// once: the array member came once (a second one is not resumable).
 	once bool
+	// grown: a request read after this one took the room past the end of
+	// msgs (resume).
+	grown atomic.Bool
 	key  uint64 // the cache bucket of body
 	// trace is Events as the policies saw them, put once the call's
 	// checks are done; the next call that reads after this request and
@@ -157,7 +160,15 @@ func (sh *requestShape) resume(body []byte, from *parsedRequest, j int) (*parsed
 	pr := &parsedRequest{body: body, once: true, before: from.before, from: from}
 	st := from.before
 	n := from.counts[j]
-	pr.msgs = append(make([]trace.Event, 0, n+8), from.msgs[:n]...)
+	if n == len(from.msgs) && from.grown.CompareAndSwap(false, true) {
+		// The first request read after all of from's messages appends its
+		// own in place, past the end of from's (which from does not see):
+		// a conversation's calls share one growing array of events instead
+		// of copying it on each call.
+		pr.msgs = from.msgs
+	} else {
+		pr.msgs = append(make([]trace.Event, 0, n+n/4+8), from.msgs[:n]...)
+	}
 	pr.ends = append(make([]int, 0, j+9), from.ends[:j+1]...)
 	pr.counts = append(make([]int, 0, j+9), from.counts[:j+1]...)
 	s := jsonscan.New(body)

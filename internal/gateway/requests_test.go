@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,6 +75,11 @@ func TestRequestCacheSameAsWhole(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			c := newRequestCache(maxRequestBytes)
 			resumed := 0
+			type readReq struct {
+				pr   *parsedRequest
+				want Request
+			}
+			var read []readReq
 			for conv := range 6 {
 				var msgs []string
 				for call := range 30 {
@@ -92,8 +98,21 @@ func TestRequestCacheSameAsWhole(t *testing.T) {
 						body = strings.Replace(body, "]", "]]", 1)
 						body = body[:len(body)-3] + `,"model":7}`
 					}
+					var branch *readReq
+					if call%5 == 3 {
+						// Another request from the same point (a retry that
+						// went another way), read first.
+						alt := v.body(append(slices.Clone(msgs[:len(msgs)-1]), v.msg(len(msgs)+7)), call)
+						bw, _ := v.p.ParseRequest([]byte(alt))
+						if bp, err := c.read(v.sh, "owner", []byte(alt)); err == nil {
+							branch = &readReq{bp, bw}
+						}
+					}
 					want, wantErr := v.p.ParseRequest([]byte(body))
 					pr, err := c.read(v.sh, "owner", []byte(body))
+					if branch != nil && err == nil && !reflect.DeepEqual(branch.pr.Request, branch.want) {
+						t.Fatalf("conv %d call %d: a request read from the same point changed", conv, call)
+					}
 					if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 						t.Fatalf("conv %d call %d: error %v, read whole: %v", conv, call, err, wantErr)
 					}
@@ -116,6 +135,14 @@ func TestRequestCacheSameAsWhole(t *testing.T) {
 					}
 					pr.heads, pr.sums = heads, sums
 					c.keep(pr)
+					// What was read before stays as it was read, whatever
+					// was read after it.
+					read = append(read, readReq{pr, want})
+					for _, k := range []int{len(read) - 2, rng.IntN(len(read))} {
+						if k >= 0 && !reflect.DeepEqual(read[k].pr.Request, read[k].want) {
+							t.Fatalf("conv %d call %d: a request read earlier changed", conv, call)
+						}
+					}
 				}
 			}
 			if resumed < 100 {
