@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lookout-dev/lookout/internal/search"
-	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
+	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -71,15 +71,11 @@ func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (
 	if err != nil {
 		return 0, fail(ctx, err, "reindex: clear")
 	}
-	done, err := indexer.CatchUp(ctx, indexBackend{s}, func(done int64) {
-		if progress != nil {
-			progress(min(done, total), total)
-		}
-	})
+	n, err := sqlstore.Reindexed(ctx, indexBackend{s}, total, progress)
 	if err != nil {
-		return min(done, total), fail(ctx, err, "reindex")
+		return n, fail(ctx, err, "reindex")
 	}
-	return total, nil
+	return n, nil
 }
 
 // indexBackend is the Store as the indexer's backend.
@@ -220,12 +216,3 @@ func (st *indexStep) Commit(ctx context.Context, done []indexer.Entry) error {
 }
 
 func (st *indexStep) Rollback() { st.tx.Rollback(context.Background()) }
-
-// IndexBacklog is store.Search.IndexBacklog.
-func (s *Store) IndexBacklog(ctx context.Context) (store.IndexBacklog, error) {
-	bl, err := s.ix.Backlog(ctx)
-	if err != nil {
-		return bl, fail(ctx, err, "search index backlog")
-	}
-	return bl, nil
-}

@@ -81,7 +81,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	s := &Store{pool: pool}
 	q := sqlstore.Pgx(pool)
 	s.handover = indexer.NewDefaultHandover()
-	s.Store = sqlstore.Store{D: sqlstore.Postgres, R: q, W: q, Fail: fail, Hooks: hooks{s}, Handover: s.handover,
+	s.Store = sqlstore.Store{D: sqlstore.Postgres, R: q, W: q, Fail: fail, Hooks: hooks{s}, Search: searchIndex{s: s}, Handover: s.handover,
 		Read: func(ctx context.Context, fn func(sqlstore.Querier) error) error {
 			return s.read(ctx, func(tx pgx.Tx) error { return fn(sqlstore.Pgx(tx)) })
 		},

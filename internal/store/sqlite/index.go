@@ -13,7 +13,6 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/lookout-dev/lookout/internal/search"
-	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -355,12 +354,3 @@ func (st *indexStep) Commit(ctx context.Context, done []indexer.Entry) error {
 }
 
 func (st *indexStep) Rollback() { st.tx.Rollback() }
-
-// IndexBacklog is store.Search.IndexBacklog.
-func (s *Store) IndexBacklog(ctx context.Context) (store.IndexBacklog, error) {
-	bl, err := s.ix.Backlog(ctx)
-	if err != nil {
-		return bl, fail(ctx, err, "search index backlog")
-	}
-	return bl, nil
-}

@@ -113,7 +113,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	s := &Store{w: w, r: r, iw: iw, path: path}
 	s.handover = indexer.NewDefaultHandover()
-	s.Store = sqlstore.Store{D: sqlstore.SQLite, R: sqlstore.SQL(r), W: sqlstore.SQL(w), Fail: fail, Hooks: hooks{}, Handover: s.handover,
+	s.Store = sqlstore.Store{D: sqlstore.SQLite, R: sqlstore.SQL(r), W: sqlstore.SQL(w), Fail: fail, Hooks: hooks{}, Search: searchIndex{s: s}, Handover: s.handover,
 		// A read of two statements needs no snapshot here: every write
 		// that could come between them is the caller's own.
 		Read: func(ctx context.Context, fn func(sqlstore.Querier) error) error { return fn(sqlstore.SQL(r)) },

@@ -1,8 +1,10 @@
 // Package sqlstore is the part of the store that is the same SQL in both
 // backends: users, API keys, sessions, datasets, policies, criteria, scores,
-// evaluation runs and benchmarks. Its statements are written once with $n
+// evaluation runs and benchmarks, and a search's plan, page, count and hits
+// over the backend's SearchIndex. Its statements are written once with $n
 // placeholders, which PostgreSQL takes as they are and modernc's SQLite
-// binds by number. A Querier runs them over either driver; a Dialect holds
+// binds by number (the search statements have "?", as package search
+// writes them). A Querier runs them over either driver; a Dialect holds
 // what differs in spelling (how a time is stored, collation, row locks).
 // What differs in kind (COPY, the search indexes, span ingest, migrations,
 // connections) stays in the backends, as does mapping driver errors.
@@ -250,6 +252,8 @@ type Store struct {
 	Read, Write func(ctx context.Context, fn func(q Querier) error) error
 	// Hooks does what the backend does its own way.
 	Hooks Hooks
+	// Search is the backend's search index.
+	Search SearchIndex
 	// Handover takes traces handed over (AddOptions.HandOver) to the
 	// search indexer; nil for none.
 	Handover *indexer.Handover
