@@ -128,29 +128,8 @@ func (st *indexStep) Traces(ctx context.Context, ids []string, fn func(id string
 // storedTraces calls fn with each stored trace of ids, decoded (those gone
 // are not given; a trace that does not decode comes with its error), read
 // on the pool or in a transaction.
-func storedTraces(ctx context.Context, q interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}, ids []string, h *indexer.Handover, fn func(id string, t *trace.Trace, bad error)) error {
-	rows, err := q.Query(ctx, `SELECT id::text, metadata, encoding, content FROM traces WHERE id = ANY($1::uuid[])`, ids)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var meta, content []byte
-		var enc int16
-		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
-			return err
-		}
-		if t := h.Take(id, content, meta); t != nil {
-			fn(id, t, nil)
-			continue
-		}
-		t, err := storeutil.DecodeContent(content, int(enc), meta)
-		fn(id, t, err)
-	}
-	return rows.Err()
+func storedTraces(ctx context.Context, q sqlstore.PgxConn, ids []string, h *indexer.Handover, fn func(id string, t *trace.Trace, bad error)) error {
+	return sqlstore.StoredTraces(ctx, sqlstore.Pgx(q), `SELECT id::text, metadata, encoding, content FROM traces WHERE id = ANY($1::uuid[])`, ids, h, fn)
 }
 
 func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {

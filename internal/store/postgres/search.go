@@ -176,15 +176,9 @@ type searchIndex struct {
 
 func (x searchIndex) Indexer() *indexer.Indexer { return x.s.ix }
 
-// WordSet looks a word's texts up first: a GIN overlap with the ids of a
-// few is quick, one with thousands reads every posting before a LIMIT can
-// stop it (11 s at 100,000 traces).
-func (x searchIndex) WordSet(ctx context.Context, word string) (string, []any, bool, error) {
-	texts, err := x.s.textsHolding(ctx, word, manyTexts)
-	if err != nil || texts == nil {
-		return "", nil, false, err
-	}
-	return "SELECT trace_id FROM search_traces WHERE texts && ?::bigint[]", []any{texts}, true, nil
+// TextsSet is a GIN overlap with the texts' ids (TextsHolding).
+func (searchIndex) TextsSet(texts []int64) (string, []any) {
+	return "SELECT trace_id FROM search_traces WHERE texts && ?::bigint[]", []any{texts}
 }
 
 // ReadIndex runs fn in a serial transaction, each of its statements
@@ -227,10 +221,12 @@ func (x searchIndex) StoredTraces(ctx context.Context, ids []string, fn func(id 
 // the word is common.
 const manyTexts = 256
 
-// textsHolding returns the ids of the texts that hold word, or nil when
-// there are more than max.
-func (s *Store) textsHolding(ctx context.Context, word string, max int) ([]int64, error) {
-	tx, err := s.serial(ctx)
+// TextsHolding looks a word's texts up first: a GIN overlap with the ids
+// of a few is quick, one with thousands reads every posting before a LIMIT
+// can stop it (11 s at 100,000 traces).
+func (x searchIndex) TextsHolding(ctx context.Context, word string) ([]int64, error) {
+	const max = manyTexts
+	tx, err := x.s.serial(ctx)
 	if err != nil {
 		return nil, err
 	}

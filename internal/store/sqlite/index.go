@@ -14,6 +14,7 @@ import (
 
 	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
+	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -273,22 +274,7 @@ func (st *indexStep) Traces(ctx context.Context, ids []string, fn func(id string
 // handed over in h (nil: none).
 func (s *Store) storedTraces(ctx context.Context, ids []string, h *indexer.Handover, fn func(id string, t *trace.Trace, bad error)) error {
 	list, _ := json.Marshal(ids)
-	rows, err := s.r.QueryContext(ctx, `SELECT id, metadata, encoding, content FROM traces WHERE id IN (SELECT value FROM json_each(?))`, string(list))
-	return eachRow(rows, err, func(rows *sql.Rows) error {
-		var id string
-		var meta, content []byte
-		var enc int
-		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
-			return err
-		}
-		if t := h.Take(id, content, meta); t != nil {
-			fn(id, t, nil)
-			return nil
-		}
-		t, err := storeutil.DecodeContent(content, enc, meta)
-		fn(id, t, err)
-		return nil
-	})
+	return sqlstore.StoredTraces(ctx, sqlstore.SQL(s.r), `SELECT id, metadata, encoding, content FROM traces WHERE id IN (SELECT value FROM json_each(?))`, string(list), h, fn)
 }
 
 func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {

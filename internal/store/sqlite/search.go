@@ -337,17 +337,12 @@ type searchIndex struct {
 
 func (x searchIndex) Indexer() *indexer.Indexer { return x.s.ix }
 
-// WordSet finds a word's traces by the tokens of the texts that hold it in
-// search_docs.
-func (x searchIndex) WordSet(ctx context.Context, word string) (string, []any, bool, error) {
-	texts, err := x.s.textsHolding(ctx, word, manyTexts)
-	if err != nil || texts == nil {
-		return "", nil, false, err
-	}
+// TextsSet finds the traces by the texts' tokens in search_docs.
+func (searchIndex) TextsSet(texts []int64) (string, []any) {
 	if len(texts) == 0 {
-		return "SELECT trace_id FROM search_traces WHERE 0", nil, true, nil
+		return "SELECT trace_id FROM search_traces WHERE 0", nil
 	}
-	return "SELECT trace_id FROM search_traces WHERE docid IN (SELECT rowid FROM search_docs WHERE search_docs MATCH ?)", []any{textsMatch(texts)}, true, nil
+	return "SELECT trace_id FROM search_traces WHERE docid IN (SELECT rowid FROM search_docs WHERE search_docs MATCH ?)", []any{textsMatch(texts)}
 }
 
 func (x searchIndex) ReadIndex(ctx context.Context, fn func(q sqlstore.Querier) error) error {
@@ -367,10 +362,10 @@ func (x searchIndex) StoredTraces(ctx context.Context, ids []string, fn func(id 
 // it, the word is common.
 const manyTexts = 1024
 
-// textsHolding returns the ids of the texts that hold word, or nil when
-// there are more than max.
-func (s *Store) textsHolding(ctx context.Context, word string, max int) ([]int64, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT rowid FROM search_fts WHERE text GLOB ? LIMIT ?`, globPattern(word), max+1)
+// TextsHolding looks the word up in search_fts.
+func (x searchIndex) TextsHolding(ctx context.Context, word string) ([]int64, error) {
+	const max = manyTexts
+	rows, err := x.s.r.QueryContext(ctx, `SELECT rowid FROM search_fts WHERE text GLOB ? LIMIT ?`, globPattern(word), max+1)
 	if err != nil {
 		return nil, err
 	}

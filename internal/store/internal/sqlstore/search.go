@@ -19,11 +19,13 @@ type SearchIndex interface {
 	search.Dialect
 	// Indexer is the backend's search indexer.
 	Indexer() *indexer.Indexer
-	// WordSet looks up the texts that hold word and returns a statement
-	// of the traces that hold any of them (a search.Leaf's Set, with its
-	// Args), or ok false when the word is in too many texts to list: it
-	// is common, tested trace by trace.
-	WordSet(ctx context.Context, word string) (set string, args []any, ok bool, err error)
+	// TextsHolding returns the ids of the texts that hold word, or nil
+	// when there are more than the backend lists: the word is common,
+	// tested trace by trace.
+	TextsHolding(ctx context.Context, word string) ([]int64, error)
+	// TextsSet is a statement of the traces that hold any of the texts (a
+	// search.Leaf's Set, with its Args).
+	TextsSet(texts []int64) (set string, args []any)
 	// ReadIndex runs fn with a Querier of the search statements.
 	ReadIndex(ctx context.Context, fn func(q Querier) error) error
 	// CountParts is how many parts, counted side by side, a count that
@@ -140,15 +142,15 @@ func (s *Store) searchPlan(ctx context.Context, datasetID, dataset string, q *se
 		// traces by those texts' ids. A word in more texts than the backend
 		// lists is common: its traces are tested one by one in index order.
 		if l.Word != "" {
-			set, args, ok, err := s.Search.WordSet(ctx, l.Word)
+			texts, err := s.Search.TextsHolding(ctx, l.Word)
 			if err != nil {
 				return plan, s.Fail(ctx, err, "search dataset %s", datasetID)
 			}
-			if !ok {
+			if texts == nil {
 				plan.Common[l.Key] = true
 				continue
 			}
-			l.Set, l.Args = set, args
+			l.Set, l.Args = s.Search.TextsSet(texts)
 			plan.Sets[l.Key] = l
 		}
 		var n int64
