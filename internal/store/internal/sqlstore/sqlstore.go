@@ -264,21 +264,22 @@ type Store struct {
 
 // Hooks are the parts of shared operations a backend does its own way:
 // its bulk writes. tx is a transaction of Write.
-type Hooks interface {
+type Hooks struct {
 	// InsertAnnotations writes prepared annotations.
-	InsertAnnotations(ctx context.Context, tx Querier, as []store.Annotation) error
-	// InsertTraces writes new traces (the caller queues them for the
-	// search index).
-	InsertTraces(ctx context.Context, tx Querier, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error
+	InsertAnnotations func(ctx context.Context, tx Querier, as []store.Annotation) error
+	// InsertTraces writes new traces whose indexes are set, with their
+	// annotations (the caller updates their dataset and queues them for
+	// the search index).
+	InsertTraces func(ctx context.Context, tx Querier, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error
 	// AppendToTrace adds events and spans to the end of a stored trace
-	// (the caller queues it for the search index) and returns its event count after; check,
-	// when not nil, sees the trace's dataset and event count before
-	// anything is written.
-	AppendToTrace(ctx context.Context, tx Querier, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error)
+	// (the caller queues it for the search index) and returns its event
+	// count after; check, when not nil, sees the trace's dataset and event
+	// count before anything is written.
+	AppendToTrace func(ctx context.Context, tx Querier, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error)
 	// AddScores inserts scores, each superseding its target's current one.
-	AddScores(ctx context.Context, tx Querier, scores []store.Score) ([]store.Score, error)
+	AddScores func(ctx context.Context, tx Querier, scores []store.Score) ([]store.Score, error)
 	// PutStatuses records the statuses of a run's results.
-	PutStatuses(ctx context.Context, tx Querier, runID string, results []store.TraceResult, now time.Time) error
+	PutStatuses func(ctx context.Context, tx Querier, runID string, results []store.TraceResult, now time.Time) error
 }
 
 // SQLTx is the transaction under a Querier of SQL, else nil.
@@ -342,7 +343,8 @@ func NoRows(err error) bool {
 // nobody is an id no row has, for a user id that is not one.
 const nobody = "00000000-0000-0000-0000-000000000000"
 
-func optText(b []byte) any {
+// OptText is JSON text for a column that may be NULL (nil).
+func OptText(b []byte) any {
 	if b == nil {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/store"
@@ -47,6 +48,18 @@ func CheckScore(s store.Score, what string) (json.RawMessage, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// PrepareScore checks score i of a batch and returns it ready to be
+// written but for its version: its value compacted, a new id, current and
+// made now.
+func PrepareScore(sc store.Score, i int, now time.Time) (store.Score, error) {
+	v, err := CheckScore(sc, fmt.Sprintf("score %d", i))
+	if err != nil {
+		return sc, err
+	}
+	sc.Value, sc.ID, sc.Current, sc.CreatedAt = v, NewID(), true, now
+	return sc, nil
 }
 
 // CheckRunState checks a run state.
