@@ -12,7 +12,8 @@ import (
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 )
 
-// addScores inserts scores in tx, each superseding its target's current one.
+// addScores is sqlstore.Hooks.AddScores: a statement or two a score, the
+// version read from the one it supersedes.
 func addScores(ctx context.Context, q sqlstore.Querier, scores []store.Score) ([]store.Score, error) {
 	tx := sqlstore.PgxTx(q)
 	now := storeutil.Now()

@@ -10,7 +10,6 @@ import (
 	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
 	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
-	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -133,15 +132,7 @@ func storedTraces(ctx context.Context, q sqlstore.PgxConn, ids []string, h *inde
 }
 
 func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {
-	ids := make([]string, len(docs))
-	var live []string
-	var ld []storeutil.IndexDoc
-	for i, d := range docs {
-		ids[i] = d.TraceID
-		if d.Doc != nil {
-			live, ld = append(live, d.TraceID), append(ld, storeutil.IndexDoc{Doc: d.Doc})
-		}
-	}
+	ids, live, ld := sqlstore.SplitDocs(docs)
 	// Every trace's rows go, the live ones are written whole, then the
 	// texts the batch's traces held and hold no more, if nothing else
 	// holds them.

@@ -11,7 +11,8 @@ import (
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 )
 
-// addScores inserts scores in tx, each superseding its target's current one.
+// addScores is sqlstore.Hooks.AddScores: scores of distinct targets with
+// multi-row statements, else two prepared statements a score.
 func addScores(ctx context.Context, q sqlstore.Querier, scores []store.Score) ([]store.Score, error) {
 	tx := sqlstore.SQLTx(q)
 	if len(scores) == 0 {

@@ -278,15 +278,7 @@ func (s *Store) storedTraces(ctx context.Context, ids []string, h *indexer.Hando
 }
 
 func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {
-	ids := make([]string, len(docs))
-	var live []string
-	var ld []storeutil.IndexDoc
-	for i, d := range docs {
-		ids[i] = d.TraceID
-		if d.Doc != nil {
-			live, ld = append(live, d.TraceID), append(ld, storeutil.IndexDoc{Doc: d.Doc})
-		}
-	}
+	ids, live, ld := sqlstore.SplitDocs(docs)
 	// Every trace's rows go, then the live ones are written whole; the
 	// texts of the rows dropped that nothing uses any more go last.
 	list, _ := json.Marshal(ids)

@@ -208,6 +208,19 @@ func Reindexed(ctx context.Context, b indexer.Backend, total int64, progress fun
 	return total, nil
 }
 
+// SplitDocs splits an index step's documents into the ids of all their
+// traces and the live ones (not deleted), with their documents.
+func SplitDocs(docs []indexer.Doc) (ids, live []string, ld []storeutil.IndexDoc) {
+	ids = make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.TraceID
+		if d.Doc != nil {
+			live, ld = append(live, d.TraceID), append(ld, storeutil.IndexDoc{Doc: d.Doc})
+		}
+	}
+	return ids, live, ld
+}
+
 // StoredTraces calls fn with each trace that query (of id, metadata,
 // encoding and content, with arg for its one placeholder) reads, decoded,
 // or as handed over in h (nil: none).
