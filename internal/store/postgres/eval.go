@@ -17,14 +17,14 @@ import (
 func addScores(ctx context.Context, q sqlstore.Querier, scores []store.Score) ([]store.Score, error) {
 	tx := sqlstore.PgxTx(q)
 	now := storeutil.Now()
-	out := make([]store.Score, len(scores))
-	for i, sc := range scores {
-		sc, err := storeutil.PrepareScore(sc, i, now)
-		if err != nil {
-			return nil, err
-		}
+	out, err := storeutil.PrepareScores(scores, now)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		sc := &out[i]
 		var last int
-		err = tx.QueryRow(ctx, `UPDATE scores SET current = false WHERE trace_id = $1 AND criterion = $2 AND address = $3 AND current RETURNING version`,
+		err := tx.QueryRow(ctx, `UPDATE scores SET current = false WHERE trace_id = $1 AND criterion = $2 AND address = $3 AND current RETURNING version`,
 			sc.TraceID, sc.Criterion, sc.Address).Scan(&last)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM scores WHERE trace_id = $1 AND criterion = $2 AND address = $3`,
@@ -39,7 +39,6 @@ func addScores(ctx context.Context, q sqlstore.Querier, scores []store.Score) ([
 			sc.ID, sc.TraceID, sc.Address, sc.Criterion, string(sc.Value), sc.Comment, sc.Source, sc.Author, sc.RunID, sqlstore.OptText(sc.Extra), sc.Version, now); err != nil {
 			return nil, err
 		}
-		out[i] = sc
 	}
 	return out, nil
 }

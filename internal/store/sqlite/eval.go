@@ -37,12 +37,11 @@ func addScores(ctx context.Context, q sqlstore.Querier, scores []store.Score) ([
 	}
 	defer ins.Close()
 	now := storeutil.Now()
-	out := make([]store.Score, len(scores))
-	for i, sc := range scores {
-		sc, err := storeutil.PrepareScore(sc, i, now)
-		if err != nil {
-			return nil, err
-		}
+	out, err := storeutil.PrepareScores(scores, now)
+	if err != nil {
+		return nil, err
+	}
+	for i, sc := range out {
 		if _, err := prev.ExecContext(ctx, sc.TraceID, sc.Criterion, sc.Address); err != nil {
 			return nil, err
 		}
@@ -77,13 +76,9 @@ const bulkRows = 400
 // statements one row at a time cost more than the rows.
 func addScoresBulk(ctx context.Context, tx *sql.Tx, scores []store.Score) ([]store.Score, error) {
 	now := storeutil.Now()
-	out := make([]store.Score, len(scores))
-	for i, sc := range scores {
-		sc, err := storeutil.PrepareScore(sc, i, now)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = sc
+	out, err := storeutil.PrepareScores(scores, now)
+	if err != nil {
+		return nil, err
 	}
 	byID := make(map[string]int, len(out))
 	for i := range out {

@@ -50,16 +50,20 @@ func CheckScore(s store.Score, what string) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-// PrepareScore checks score i of a batch and returns it ready to be
-// written but for its version: its value compacted, a new id, current and
-// made now.
-func PrepareScore(sc store.Score, i int, now time.Time) (store.Score, error) {
-	v, err := CheckScore(sc, fmt.Sprintf("score %d", i))
-	if err != nil {
-		return sc, err
+// PrepareScores checks a batch of scores and returns them ready to be
+// written but for their versions: values compacted, new ids, current and
+// made now. Every score is checked before any is written.
+func PrepareScores(scores []store.Score, now time.Time) ([]store.Score, error) {
+	out := make([]store.Score, len(scores))
+	for i, sc := range scores {
+		v, err := CheckScore(sc, fmt.Sprintf("score %d", i))
+		if err != nil {
+			return nil, err
+		}
+		sc.Value, sc.ID, sc.Current, sc.CreatedAt = v, NewID(), true, now
+		out[i] = sc
 	}
-	sc.Value, sc.ID, sc.Current, sc.CreatedAt = v, NewID(), true, now
-	return sc, nil
+	return out, nil
 }
 
 // CheckRunState checks a run state.
