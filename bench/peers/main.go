@@ -359,7 +359,7 @@ func (b *bench) report(names []string) {
 			span(rs, func(r result) float64 { return ms(r.p50) }, "%.0f"),
 			span(rs, func(r result) float64 { return ms(r.p99) }, "%.0f"), cpu)
 	}
-	// The goals (issue 17), as ratios to Jaeger in the same round.
+	// The goals (bench/README.md), as ratios to Jaeger in the same round.
 	ratio := func(a, c string, f func(result) float64) []float64 {
 		var out []float64
 		for i := range min(len(by[a]), len(by[c])) {

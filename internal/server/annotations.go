@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -241,4 +242,13 @@ func (s *Server) replaceAnnotations(w http.ResponseWriter, r *http.Request, p *p
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"annotations": toAnnotationsJSON(all)})
 	return nil
+}
+
+// annotationStore is what the annotation handlers ask of the store.
+type annotationStore interface {
+	CreateAnnotation(ctx context.Context, a store.Annotation) (store.Annotation, error)
+	DeleteAnnotation(ctx context.Context, id string) error
+	ListAnnotations(ctx context.Context, traceID string) ([]store.Annotation, error)
+	ReplaceAnnotations(ctx context.Context, traceID, source string, as []store.Annotation) error
+	UpdateAnnotation(ctx context.Context, a store.Annotation) (store.Annotation, error)
 }

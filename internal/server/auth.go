@@ -362,3 +362,14 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request, p *principal) error 
 	writeJSON(w, http.StatusOK, map[string]any{"user": u, "via": p.Via, "local_mode": local})
 	return nil
 }
+
+// authStore is what signing in and resolving a request's user ask of the store.
+type authStore interface {
+	CountUsers(ctx context.Context) (int, error)
+	CreateSession(ctx context.Context, userID, tokenHash string, expires time.Time) error
+	DeleteSession(ctx context.Context, tokenHash string) error
+	LocalUser(ctx context.Context) (store.User, error)
+	UserByAPIKey(ctx context.Context, hash string) (store.User, error)
+	UserByName(ctx context.Context, name string) (store.User, error)
+	UserBySession(ctx context.Context, tokenHash string) (store.User, error)
+}

@@ -142,3 +142,9 @@ func (s *Server) backlog(w http.ResponseWriter, r *http.Request, p *principal) e
 	})
 	return nil
 }
+
+// backlogStore is what the backlog handler asks of the store.
+type backlogStore interface {
+	indexBacklog
+	PendingSpanTraces(ctx context.Context) (int64, error)
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -333,4 +334,12 @@ func (s *Server) leaderboard(w http.ResponseWriter, r *http.Request, p *principa
 	b.Items = nil
 	writeJSON(w, http.StatusOK, map[string]any{"benchmark": toBenchmarkJSON(b), "entries": entries})
 	return nil
+}
+
+// benchmarkStore is what the benchmark handlers ask of the store themselves (making and scoring them is eval.Benchmarks').
+type benchmarkStore interface {
+	Benchmark(ctx context.Context, id string) (store.Benchmark, error)
+	BenchmarkResults(ctx context.Context, benchmarkID string) ([]store.BenchmarkResult, error)
+	DeleteBenchmark(ctx context.Context, id string) error
+	ListBenchmarks(ctx context.Context, userID string) ([]store.Benchmark, error)
 }

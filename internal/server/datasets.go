@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -225,4 +226,14 @@ func (s *Server) putMetadata(w http.ResponseWriter, r *http.Request, p *principa
 	}
 	writeRaw(w, http.StatusOK, append(out, '\n'))
 	return nil
+}
+
+// datasetStore is what the dataset handlers ask of the store.
+type datasetStore interface {
+	CreateDataset(ctx context.Context, d store.Dataset) (store.Dataset, error)
+	Dataset(ctx context.Context, id string) (store.Dataset, error)
+	DeleteDataset(ctx context.Context, id string) error
+	ListDatasets(ctx context.Context, userID string) ([]store.Dataset, error)
+	SetDatasetMetadata(ctx context.Context, id string, meta json.RawMessage, replace bool) (json.RawMessage, error)
+	SetDatasetPublic(ctx context.Context, id string, public bool) error
 }

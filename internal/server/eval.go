@@ -490,3 +490,16 @@ func (s *Server) evalStatus(w http.ResponseWriter, r *http.Request, p *principal
 	writeJSON(w, http.StatusOK, map[string]any{"traces": out, "running": running})
 	return nil
 }
+
+// evalStore is what the criteria, score and run handlers ask of the store themselves (running evaluations is eval.Runs').
+type evalStore interface {
+	AddScores(ctx context.Context, scores []store.Score) ([]store.Score, error)
+	DeleteCriterion(ctx context.Context, id string) error
+	DeleteScore(ctx context.Context, id string) error
+	ListCriteria(ctx context.Context, datasetID string) ([]store.Criterion, error)
+	ListRuns(ctx context.Context, datasetID string) ([]store.EvalRun, error)
+	ListScores(ctx context.Context, f store.ScoreFilter) ([]store.Score, error)
+	Run(ctx context.Context, id string) (store.EvalRun, error)
+	SaveCriterion(ctx context.Context, c store.Criterion) (store.Criterion, error)
+	Score(ctx context.Context, id string) (store.Score, error)
+}

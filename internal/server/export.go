@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -147,4 +148,11 @@ func attachment(name string) string {
 		}
 	}
 	return `attachment; filename="` + ascii + `"; filename*=UTF-8''` + enc.String()
+}
+
+// exportStore is what exporting a dataset asks of the store.
+type exportStore interface {
+	ListAnnotations(ctx context.Context, traceID string) ([]store.Annotation, error)
+	ListTraces(ctx context.Context, datasetID string, page store.Page) (items []store.TraceSummary, next string, err error)
+	Trace(ctx context.Context, id string) (store.StoredTrace, error)
 }

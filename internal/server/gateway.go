@@ -746,3 +746,9 @@ func (s *Server) lockSession(key string) (unlock func()) {
 		g.mu.Unlock()
 	}
 }
+
+// gatewayStore is what the gateway's handlers ask of the store (conversations through gateway.ConversationStore, when the store is one).
+type gatewayStore interface {
+	ListPolicies(ctx context.Context, datasetID string) ([]store.Policy, error)
+	Trace(ctx context.Context, id string) (store.StoredTrace, error)
+}

@@ -172,3 +172,8 @@ func (m mcpStepper) Step(ctx context.Context, req mcp.StepRequest) (mcp.StepResu
 	}
 	return mcp.StepResult{TraceID: res.TraceID, First: res.First, Blocked: res.Blocked, Message: res.Message, Violations: viol}, nil
 }
+
+// mcpStore is what the MCP proxy asks of the store.
+type mcpStore interface {
+	UserByAPIKey(ctx context.Context, hash string) (store.User, error)
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -77,4 +78,11 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p *principal)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// keyStore is what the API key handlers ask of the store.
+type keyStore interface {
+	CreateAPIKey(ctx context.Context, userID, name, hash, last4 string) (store.APIKey, error)
+	ListAPIKeys(ctx context.Context, userID string) ([]store.APIKey, error)
+	RevokeAPIKey(ctx context.Context, userID, keyID string) error
 }

@@ -336,3 +336,8 @@ func writeOTLPProto(b *bytes.Buffer, rejected int, msg string) {
 	out = protowire.AppendBytes(out, ps)
 	b.Write(out)
 }
+
+// spanStore is what the OTLP receiver asks of the store (building traces is the span builder's, spans.go).
+type spanStore interface {
+	AcceptSpans(ctx context.Context, ownerID, datasetID string, groups []store.SpanGroup) (ids []string, err error)
+}

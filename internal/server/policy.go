@@ -698,3 +698,15 @@ func analyzerAnnotations(saved store.Policy, vs []*policy.Violation) []store.Ann
 	}
 	return out
 }
+
+// policyStore is what the policy handlers ask of the store.
+type policyStore interface {
+	CreatePolicy(ctx context.Context, p store.Policy) (store.Policy, error)
+	DeletePolicy(ctx context.Context, id string) error
+	ListPolicies(ctx context.Context, datasetID string) ([]store.Policy, error)
+	ListTraces(ctx context.Context, datasetID string, page store.Page) (items []store.TraceSummary, next string, err error)
+	Policy(ctx context.Context, id string) (store.Policy, error)
+	ReplaceAnnotationsOf(ctx context.Context, traceID, source, key, value string, as []store.Annotation) error
+	SavePolicy(ctx context.Context, p store.Policy) (store.Policy, error)
+	Trace(ctx context.Context, id string) (store.StoredTrace, error)
+}

@@ -318,3 +318,10 @@ func nameAndHierarchy(meta json.RawMessage) (name string, hierarchy []string) {
 	})
 	return name, hierarchy
 }
+
+// pushStore is what pushing traces asks of the store.
+type pushStore interface {
+	AddTracesWith(ctx context.Context, ownerID, datasetID string, traces []store.NewTrace, opt store.AddOptions) (store.AddResult, error)
+	CreateDataset(ctx context.Context, d store.Dataset) (store.Dataset, error)
+	DatasetByName(ctx context.Context, ownerID, name string) (store.Dataset, error)
+}

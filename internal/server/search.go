@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -106,4 +107,9 @@ func (s *Server) traceHits(w http.ResponseWriter, r *http.Request, p *principal)
 func queryError(e *search.Error) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Code: codeInvalidQuery, Message: e.Error(),
 		Details: map[string]int{"position": e.Pos, "column": e.Pos + 1}}
+}
+
+// searchStore is what the search handler asks of the store.
+type searchStore interface {
+	SearchTraces(ctx context.Context, datasetID string, q *search.Query, opts store.SearchOptions) (store.SearchResult, error)
 }

@@ -73,7 +73,7 @@ type Config struct {
 
 // Server serves the API. It is an http.Handler.
 type Server struct {
-	st         store.Store
+	st         serverStore
 	log        *slog.Logger
 	maxBody    int64
 	sessionTTL time.Duration
@@ -103,6 +103,31 @@ type Server struct {
 	loginsByAddr   *attemptLimiter
 	loginsByName   *attemptLimiter
 	hashing        chan struct{} // slots for password hashing
+}
+
+// serverStore is what the server's areas ask of the store, each area in an
+// interface of its own declared in its file (TestAreaStores holds each
+// file's handlers to theirs). The span builder, the backlog monitor,
+// evaluation runs and benchmarks take cfg.Store through interfaces of
+// their own.
+type serverStore interface {
+	annotationStore
+	authStore
+	backlogStore
+	benchmarkStore
+	datasetStore
+	evalStore
+	exportStore
+	gatewayStore
+	keyStore
+	mcpStore
+	policyStore
+	pushStore
+	searchStore
+	spanStore
+	traceStore
+	uiStore
+	uploadStore
 }
 
 // New returns a server over cfg.Store.

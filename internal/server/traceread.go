@@ -20,6 +20,11 @@ type traceReads struct {
 	inflight map[string]*traceRead
 }
 
+// traceGetter reads a trace.
+type traceGetter interface {
+	Trace(ctx context.Context, id string) (store.StoredTrace, error)
+}
+
 type traceRead struct {
 	done    chan struct{}
 	waiting int // readers sharing this read besides the first
@@ -27,7 +32,7 @@ type traceRead struct {
 	err     error
 }
 
-func (tr *traceReads) read(ctx context.Context, st store.Store, id string) (store.StoredTrace, error) {
+func (tr *traceReads) read(ctx context.Context, st traceGetter, id string) (store.StoredTrace, error) {
 	tr.mu.Lock()
 	if c, ok := tr.inflight[id]; ok {
 		c.waiting++

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -278,4 +279,13 @@ func (s *Server) listTraces(w http.ResponseWriter, r *http.Request, p *principal
 		Next   string             `json:"next"`
 	}{out, next})
 	return nil
+}
+
+// traceStore is what the trace handlers ask of the store.
+type traceStore interface {
+	AppendEvents(ctx context.Context, id string, events []trace.Event) error
+	DeleteTrace(ctx context.Context, id string) error
+	ListAnnotations(ctx context.Context, traceID string) ([]store.Annotation, error)
+	ListTraces(ctx context.Context, datasetID string, page store.Page) (items []store.TraceSummary, next string, err error)
+	Trace(ctx context.Context, id string) (store.StoredTrace, error)
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/web"
 )
 
@@ -210,4 +212,10 @@ func (u *uiFiles) asset(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodHead {
 		w.Write(b)
 	}
+}
+
+// uiStore is what serving the web app asks of the store.
+type uiStore interface {
+	DatasetByName(ctx context.Context, ownerID, name string) (store.Dataset, error)
+	UserByName(ctx context.Context, name string) (store.User, error)
 }

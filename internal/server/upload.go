@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -324,4 +326,11 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// uploadStore is what uploading a file asks of the store.
+type uploadStore interface {
+	AddTracesWith(ctx context.Context, ownerID, datasetID string, traces []store.NewTrace, opt store.AddOptions) (store.AddResult, error)
+	Dataset(ctx context.Context, id string) (store.Dataset, error)
+	SetDatasetMetadata(ctx context.Context, id string, meta json.RawMessage, replace bool) (json.RawMessage, error)
 }

@@ -1,28 +1,16 @@
 package postgres
 
 import (
-	"context"
 	"testing"
 
-	"github.com/lookout-dev/lookout/internal/store"
-	"github.com/lookout-dev/lookout/internal/store/postgres/pgtest"
 	"github.com/lookout-dev/lookout/internal/store/storetest"
 )
 
-func openB(b *testing.B) store.Store {
-	st, err := Open(context.Background(), pgtest.URL(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	return st
-}
-
 // go test -run XXX -bench . ./internal/store/postgres
-func BenchmarkAddTraces(b *testing.B) { storetest.BenchAddTraces(b, openB) }
+func BenchmarkAddTraces(b *testing.B) { storetest.BenchAddTraces(b, open) }
 
-func BenchmarkReads100k(b *testing.B) { storetest.BenchReads(b, openB, 100_000) }
+func BenchmarkReads100k(b *testing.B) { storetest.BenchReads(b, open, 100_000) }
 
 // go test -run XXX -bench Index -benchtime 3x ./internal/store/postgres
-func BenchmarkIndex(b *testing.B)              { storetest.BenchIndex(b, openB, 2000) }
-func BenchmarkAppendConversation(b *testing.B) { storetest.BenchAppendConversation(b, openB) }
+func BenchmarkIndex(b *testing.B)              { storetest.BenchIndex(b, open, 2000) }
+func BenchmarkAppendConversation(b *testing.B) { storetest.BenchAppendConversation(b, open) }

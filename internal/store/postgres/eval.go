@@ -3,27 +3,28 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 )
 
-// addScores inserts scores in tx, each superseding its target's current one.
-func addScores(ctx context.Context, tx pgx.Tx, scores []store.Score) ([]store.Score, error) {
+// addScores is sqlstore.Hooks.AddScores: a statement or two a score, the
+// version read from the one it supersedes.
+func addScores(ctx context.Context, q sqlstore.Querier, scores []store.Score) ([]store.Score, error) {
+	tx := sqlstore.PgxTx(q)
 	now := storeutil.Now()
-	out := make([]store.Score, len(scores))
-	for i, sc := range scores {
-		v, err := storeutil.CheckScore(sc, fmt.Sprintf("score %d", i))
-		if err != nil {
-			return nil, err
-		}
-		sc.Value = v
+	out, err := storeutil.PrepareScores(scores, now)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		sc := &out[i]
 		var last int
-		err = tx.QueryRow(ctx, `UPDATE scores SET current = false WHERE trace_id = $1 AND criterion = $2 AND address = $3 AND current RETURNING version`,
+		err := tx.QueryRow(ctx, `UPDATE scores SET current = false WHERE trace_id = $1 AND criterion = $2 AND address = $3 AND current RETURNING version`,
 			sc.TraceID, sc.Criterion, sc.Address).Scan(&last)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM scores WHERE trace_id = $1 AND criterion = $2 AND address = $3`,
@@ -32,20 +33,20 @@ func addScores(ctx context.Context, tx pgx.Tx, scores []store.Score) ([]store.Sc
 		if err != nil {
 			return nil, err
 		}
-		sc.ID, sc.Version, sc.Current, sc.CreatedAt = storeutil.NewID(), last+1, true, now
+		sc.Version = last + 1
 		if _, err := tx.Exec(ctx, `INSERT INTO scores (id, trace_id, address, criterion, value, comment, source, author, run_id, extra, version, current, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, true, $12)`,
-			sc.ID, sc.TraceID, sc.Address, sc.Criterion, string(sc.Value), sc.Comment, sc.Source, sc.Author, sc.RunID, optText(sc.Extra), sc.Version, now); err != nil {
+			sc.ID, sc.TraceID, sc.Address, sc.Criterion, string(sc.Value), sc.Comment, sc.Source, sc.Author, sc.RunID, sqlstore.OptText(sc.Extra), sc.Version, now); err != nil {
 			return nil, err
 		}
-		out[i] = sc
 	}
 	return out, nil
 }
 
 // putStatuses records the statuses of a run's results in one pipelined
 // batch.
-func putStatuses(ctx context.Context, tx pgx.Tx, runID string, results []store.TraceResult, now time.Time) error {
+func putStatuses(ctx context.Context, q sqlstore.Querier, runID string, results []store.TraceResult, now time.Time) error {
+	tx := sqlstore.PgxTx(q)
 	b := &pgx.Batch{}
 	for _, r := range results {
 		for _, st := range r.Statuses {

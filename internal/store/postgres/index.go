@@ -8,9 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lookout-dev/lookout/internal/search"
-	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
-	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
+	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -71,15 +70,11 @@ func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (
 	if err != nil {
 		return 0, fail(ctx, err, "reindex: clear")
 	}
-	done, err := indexer.CatchUp(ctx, indexBackend{s}, func(done int64) {
-		if progress != nil {
-			progress(min(done, total), total)
-		}
-	})
+	n, err := sqlstore.Reindexed(ctx, indexBackend{s}, total, progress)
 	if err != nil {
-		return min(done, total), fail(ctx, err, "reindex")
+		return n, fail(ctx, err, "reindex")
 	}
-	return total, nil
+	return n, nil
 }
 
 // indexBackend is the Store as the indexer's backend.
@@ -132,41 +127,12 @@ func (st *indexStep) Traces(ctx context.Context, ids []string, fn func(id string
 // storedTraces calls fn with each stored trace of ids, decoded (those gone
 // are not given; a trace that does not decode comes with its error), read
 // on the pool or in a transaction.
-func storedTraces(ctx context.Context, q interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}, ids []string, h *indexer.Handover, fn func(id string, t *trace.Trace, bad error)) error {
-	rows, err := q.Query(ctx, `SELECT id::text, metadata, encoding, content FROM traces WHERE id = ANY($1::uuid[])`, ids)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var meta, content []byte
-		var enc int16
-		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
-			return err
-		}
-		if t := h.Take(id, content, meta); t != nil {
-			fn(id, t, nil)
-			continue
-		}
-		t, err := storeutil.DecodeContent(content, int(enc), meta)
-		fn(id, t, err)
-	}
-	return rows.Err()
+func storedTraces(ctx context.Context, q sqlstore.PgxConn, ids []string, h *indexer.Handover, fn func(id string, t *trace.Trace, bad error)) error {
+	return sqlstore.StoredTraces(ctx, sqlstore.Pgx(q), `SELECT id::text, metadata, encoding, content FROM traces WHERE id = ANY($1::uuid[])`, ids, h, fn)
 }
 
 func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {
-	ids := make([]string, len(docs))
-	var live []string
-	var ld []storeutil.IndexDoc
-	for i, d := range docs {
-		ids[i] = d.TraceID
-		if d.Doc != nil {
-			live, ld = append(live, d.TraceID), append(ld, storeutil.IndexDoc{Doc: d.Doc})
-		}
-	}
+	ids, live, ld := sqlstore.SplitDocs(docs)
 	// Every trace's rows go, the live ones are written whole, then the
 	// texts the batch's traces held and hold no more, if nothing else
 	// holds them.
@@ -220,12 +186,3 @@ func (st *indexStep) Commit(ctx context.Context, done []indexer.Entry) error {
 }
 
 func (st *indexStep) Rollback() { st.tx.Rollback(context.Background()) }
-
-// IndexBacklog is store.Search.IndexBacklog.
-func (s *Store) IndexBacklog(ctx context.Context) (store.IndexBacklog, error) {
-	bl, err := s.ix.Backlog(ctx)
-	if err != nil {
-		return bl, fail(ctx, err, "search index backlog")
-	}
-	return bl, nil
-}

@@ -150,7 +150,7 @@ func optString(b []byte) *string {
 
 func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Row) error {
 	_, err := t.tx.Exec(ctx, `UPDATE traces SET name = $1, metadata = $2, hierarchy = $3, event_count = $4, encoding = $5, content = $6 WHERE id = $7`,
-		r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, traceID)
+		r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, traceID)
 	return err
 }
 

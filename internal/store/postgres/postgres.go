@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"runtime"
 	"strings"
@@ -26,8 +25,6 @@ import (
 	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
 	"github.com/lookout-dev/lookout/internal/store/internal/spanstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
-	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
-	"github.com/lookout-dev/lookout/internal/trace"
 )
 
 //go:embed migrations/*.sql
@@ -81,7 +78,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	s := &Store{pool: pool}
 	q := sqlstore.Pgx(pool)
 	s.handover = indexer.NewDefaultHandover()
-	s.Store = sqlstore.Store{D: sqlstore.Postgres, R: q, W: q, Fail: fail, Hooks: hooks{s}, Handover: s.handover,
+	s.Store = sqlstore.Store{D: sqlstore.Postgres, R: q, W: q, Fail: fail, Hooks: sqlstore.Hooks{InsertAnnotations: insertAnnotations, InsertTraces: insertTraces,
+		AppendToTrace: appendToTrace, AddScores: addScores, PutStatuses: putStatuses}, Search: searchIndex{s: s}, Handover: s.handover,
 		Read: func(ctx context.Context, fn func(sqlstore.Querier) error) error {
 			return s.read(ctx, func(tx pgx.Tx) error { return fn(sqlstore.Pgx(tx)) })
 		},
@@ -98,30 +96,16 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	return s, nil
 }
 
-// migrate brings the schema up to date with goose, holding PostgreSQL's
-// advisory lock so that servers starting together migrate once.
+// migrate brings the schema up to date, holding PostgreSQL's advisory
+// lock so that servers starting together migrate once.
 func migrate(ctx context.Context, cc *pgx.ConnConfig) error {
 	db := stdlib.OpenDB(*cc)
 	defer db.Close()
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return err
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sub, goose.WithDisableGlobalRegistry(true),
-		// Areas number their migrations apart (00003 evaluation, 00005
-		// OpenTelemetry, ...) and may land in any order.
-		goose.WithAllowOutofOrder(true), goose.WithSessionLocker(locker))
-	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	return nil
+	return sqlstore.Migrate(ctx, db, goose.DialectPostgres, migrations, goose.WithSessionLocker(locker))
 }
 
 // Close closes the pool.
@@ -240,38 +224,4 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // read runs fn in a read-only transaction (one snapshot for its statements).
 func (s *Store) read(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, fn)
-}
-
-func optText(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return string(b)
-}
-
-// hooks are the parts of sqlstore's operations done the PostgreSQL way.
-type hooks struct{ s *Store }
-
-func (hooks) InsertAnnotations(ctx context.Context, tx sqlstore.Querier, as []store.Annotation) error {
-	return copyAnnotations(ctx, sqlstore.PgxTx(tx), func(yield func(store.Annotation)) {
-		for _, a := range as {
-			yield(a)
-		}
-	})
-}
-
-func (hooks) InsertTraces(ctx context.Context, tx sqlstore.Querier, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error {
-	return insertTraces(ctx, sqlstore.PgxTx(tx), ownerID, datasetID, rows, now)
-}
-
-func (hooks) AppendToTrace(ctx context.Context, tx sqlstore.Querier, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error) {
-	return appendToTrace(ctx, sqlstore.PgxTx(tx), id, events, spans, check)
-}
-
-func (hooks) AddScores(ctx context.Context, tx sqlstore.Querier, scores []store.Score) ([]store.Score, error) {
-	return addScores(ctx, sqlstore.PgxTx(tx), scores)
-}
-
-func (hooks) PutStatuses(ctx context.Context, tx sqlstore.Querier, runID string, results []store.TraceResult, now time.Time) error {
-	return putStatuses(ctx, sqlstore.PgxTx(tx), runID, results, now)
 }

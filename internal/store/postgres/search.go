@@ -1,9 +1,7 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -12,6 +10,8 @@ import (
 
 	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
+	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -167,142 +167,66 @@ func (s *Store) serial(ctx context.Context) (pgx.Tx, error) {
 	return tx, nil
 }
 
-// countIndexed runs a count statement in a serial transaction.
-func (s *Store) countIndexed(ctx context.Context, sql string, args []any) (int64, error) {
-	tx, err := s.serial(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	var n int64
-	err = tx.QueryRow(ctx, sql, custom(args)...).Scan(&n)
-	return n, err
+// searchIndex is the Store's sqlstore.SearchIndex: pg_trgm's GIN index,
+// read in serial transactions with custom plans.
+type searchIndex struct {
+	dialect
+	s *Store
 }
 
-// SearchTraces answers a query from the index.
-func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Query, opts store.SearchOptions) (store.SearchResult, error) {
-	var res store.SearchResult
-	after, ok, err := storeutil.DecodeCursor(opts.Page.Cursor)
+func (x searchIndex) Indexer() *indexer.Indexer { return x.s.ix }
+
+// TextsSet is a GIN overlap with the texts' ids (TextsHolding).
+func (searchIndex) TextsSet(texts []int64) (string, []any) {
+	return "SELECT trace_id FROM search_traces WHERE texts && ?::bigint[]", []any{texts}
+}
+
+// ReadIndex runs fn in a serial transaction, each of its statements
+// numbered and planned for its arguments.
+func (x searchIndex) ReadIndex(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+	tx, err := x.s.serial(ctx)
 	if err != nil {
-		return res, fmt.Errorf("postgres: search: %w", err)
-	}
-	if !ok {
-		after = -1
-	}
-	ds, err := s.Dataset(ctx, datasetID)
-	if err != nil {
-		return res, err
-	}
-	// Exact: every trace acknowledged before the search is in the index.
-	if err := s.ix.WaitFor(ctx, datasetID); err != nil {
-		return res, fail(ctx, err, "search dataset %s: index its queued traces", datasetID)
-	}
-	plan := search.Plan{Dataset: ds.Name, Common: map[string]bool{}}
-	if names := q.Policies(); len(names) > 0 {
-		ps, err := s.ListPolicies(ctx, datasetID)
-		if err != nil {
-			return res, err
-		}
-		plan.PolicyIDs = storeutil.PolicyIDs(ps)
-	}
-	plan.Sets = map[string]search.Leaf{}
-	for _, l := range q.Leaves(dialect{}) {
-		// A word's texts are looked up first: a GIN overlap with the ids
-		// of a few is quick, one with thousands reads every posting
-		// before a LIMIT can stop it (11 s at 100,000 traces). A word in
-		// more texts than manyTexts is common: tested trace by trace.
-		if l.Word != "" {
-			texts, err := s.textsHolding(ctx, l.Word, manyTexts)
-			if err != nil {
-				return res, fail(ctx, err, "search dataset %s", datasetID)
-			}
-			if texts == nil {
-				plan.Common[l.Key] = true
-				continue
-			}
-			l.Set, l.Args = "SELECT trace_id FROM search_traces WHERE texts && ?::bigint[]", []any{texts}
-			plan.Sets[l.Key] = l
-		}
-		n, err := s.countIndexed(ctx, search.Numbered(`SELECT count(*) FROM (`+l.Set+` LIMIT ?) c`), append(l.Args, storeutil.CommonBound(opts)))
-		if err != nil {
-			return res, fail(ctx, err, "search dataset %s", datasetID)
-		}
-		plan.Common[l.Key] = n >= int64(storeutil.CommonBound(opts))
-	}
-	c, err := q.Compile(dialect{}, plan)
-	if err != nil {
-		return res, err
-	}
-	pageSQL, countSQL := storeutil.SearchStatements(c, `t.id, t.idx, t.name, t.metadata, t.event_count, t.created_at,
-			(SELECT count(*) FROM annotations a WHERE a.trace_id = t.id)`)
-	// The count runs beside the page, on connections of its own.
-	countCap := opts.CountCap
-	if countCap <= 0 {
-		countCap = store.DefaultCountCap
-	}
-	countSQL = search.Numbered(countSQL)
-	countDone := storeutil.CountMatches(c, countCap, countParts, func(skip, n int) (int64, error) {
-		return s.countIndexed(ctx, countSQL, storeutil.CountArgs(c, datasetID, skip, n))
-	})
-	limit := storeutil.Limit(opts.Page.Limit)
-	tx, err := s.serial(ctx)
-	if err != nil {
-		return res, fail(ctx, err, "search dataset %s", datasetID)
+		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	rows, err := tx.Query(ctx, search.Numbered(pageSQL), custom(storeutil.PageArgs(c, datasetID, after, limit+1))...)
-	if err != nil {
-		return res, fail(ctx, err, "search dataset %s", datasetID)
-	}
-	more := false
-	for rows.Next() {
-		if len(res.Traces) == limit {
-			more = true
-			break
-		}
-		var t store.SearchHit
-		var meta []byte
-		var events int32
-		if err := rows.Scan(&t.ID, &t.Index, &t.Name, &meta, &events, &t.CreatedAt, &t.AnnotationCount); err != nil {
-			rows.Close()
-			return res, fail(ctx, err, "search dataset %s", datasetID)
-		}
-		t.EventCount, t.CreatedAt = int(events), t.CreatedAt.UTC()
-		if meta != nil {
-			t.Metadata = meta
-		}
-		res.Traces = append(res.Traces, t)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return res, fail(ctx, err, "search dataset %s", datasetID)
-	}
-	if more {
-		res.Next = storeutil.EncodeCursor(res.Traces[len(res.Traces)-1].Index)
-	}
-	tx.Rollback(context.WithoutCancel(ctx))
-	// The hits too are read while the count goes on.
-	if words := q.Words(); len(words) > 0 && len(res.Traces) > 0 {
-		if err := s.hits(ctx, res.Traces, words); err != nil {
-			return res, fail(ctx, err, "search dataset %s: hits", datasetID)
-		}
-	}
-	total := <-countDone
-	if total.Err != nil {
-		return res, fail(ctx, total.Err, "count matches in dataset %s", datasetID)
-	}
-	res.Total, res.Estimate = storeutil.SearchTotal(c, total.N, ds.TraceCount, countCap)
-	return res, nil
+	return fn(customQuerier{sqlstore.Pgx(tx)})
+}
+
+// customQuerier runs statements with "?" placeholders, each planned for
+// its arguments (custom).
+type customQuerier struct{ q sqlstore.Querier }
+
+func (c customQuerier) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	return c.q.Exec(ctx, search.Numbered(sql), custom(args)...)
+}
+
+func (c customQuerier) Query(ctx context.Context, sql string, args ...any) (sqlstore.Rows, error) {
+	return c.q.Query(ctx, search.Numbered(sql), custom(args)...)
+}
+
+func (c customQuerier) QueryRow(ctx context.Context, sql string, args ...any) sqlstore.Row {
+	return c.q.QueryRow(ctx, search.Numbered(sql), custom(args)...)
+}
+
+// CountParts: testing a word against every text of a trace is most of a
+// common word's search (45 of 62 ms at 100,000 traces), and two backends
+// do it in about half the time on two cores.
+func (searchIndex) CountParts() int { return 2 }
+
+func (x searchIndex) StoredTraces(ctx context.Context, ids []string, fn func(id string, t *trace.Trace, bad error)) error {
+	return storedTraces(ctx, x.s.pool, ids, nil, fn)
 }
 
 // manyTexts is the most texts holding a word that a query lists: past it,
 // the word is common.
 const manyTexts = 256
 
-// textsHolding returns the ids of the texts that hold word, or nil when
-// there are more than max.
-func (s *Store) textsHolding(ctx context.Context, word string, max int) ([]int64, error) {
-	tx, err := s.serial(ctx)
+// TextsHolding looks a word's texts up first: a GIN overlap with the ids
+// of a few is quick, one with thousands reads every posting before a LIMIT
+// can stop it (11 s at 100,000 traces).
+func (x searchIndex) TextsHolding(ctx context.Context, word string) ([]int64, error) {
+	const max = manyTexts
+	tx, err := x.s.serial(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -319,32 +243,6 @@ func (s *Store) textsHolding(ctx context.Context, word string, max int) ([]int64
 		ids = []int64{}
 	}
 	return ids, nil
-}
-
-// countParts is how many parts, counted side by side, a count that scans
-// the dataset's first traces is split into: testing a word against every
-// text of a trace is most of a common word's search (45 of 62 ms at
-// 100,000 traces), and two backends do it in about half the time on two
-// cores.
-const countParts = 2
-
-// hits finds the words in the page's traces, read from what is stored:
-// the index keeps which texts a trace holds, not where.
-func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) error {
-	at := make(map[string]int, len(ts))
-	ids := make([]string, len(ts))
-	for i := range ts {
-		at[ts[i].ID], ids[i] = i, ts[i].ID
-	}
-	var bad error
-	err := storedTraces(ctx, s.pool, ids, nil, func(id string, t *trace.Trace, err error) {
-		if err != nil {
-			bad = cmp.Or(bad, fmt.Errorf("trace %s: %w", id, err))
-			return
-		}
-		ts[at[id]].Hits = search.Hits(search.Index(t).Pieces, words)
-	})
-	return cmp.Or(err, bad)
 }
 
 // SearchIndexStats counts the index's texts and pieces and the bytes its

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -30,46 +29,20 @@ func uuidOf(id string) pgtype.UUID {
 var traceCopyCols = []string{"id", "dataset_id", "owner_id", "idx", "name", "metadata", "hierarchy", "event_count", "created_at", "encoding", "content"}
 var annotationCopyCols = []string{"id", "trace_id", "address", "content", "source", "author", "extra", "created_at", "updated_at"}
 
-// insertTraces writes prepared traces with their annotations in tx: in a
-// dataset each gets its index, and the dataset its new trace count and
-// last push.
-func insertTraces(ctx context.Context, tx pgx.Tx, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error {
+// insertTraces writes prepared traces, their indexes set, with their
+// annotations in tx (sqlstore.Hooks.InsertTraces).
+func insertTraces(ctx context.Context, q sqlstore.Querier, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error {
+	tx := sqlstore.PgxTx(q)
 	ds := pgtype.UUID{} // NULL outside a dataset
 	if datasetID != "" {
 		ds = uuidOf(datasetID)
-		var next int64
-		// FOR UPDATE: batches into one dataset take their indexes in turn.
-		if err := tx.QueryRow(ctx, `SELECT next_index FROM datasets WHERE id = $1 FOR UPDATE`, datasetID).Scan(&next); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return notFound("dataset %s", datasetID)
-			}
-			return err
-		}
-		given := make([]*int64, len(rows))
-		for i := range rows {
-			given[i] = rows[i].Given
-		}
-		idx, newNext := storeutil.AssignIndexes(next, given)
-		for i := range rows {
-			rows[i].Index = idx[i]
-		}
-		if _, err := tx.Exec(ctx, `UPDATE datasets SET next_index = $1, trace_count = trace_count + $2, last_pushed = $3 WHERE id = $4`,
-			newNext, len(rows), now, datasetID); err != nil {
-			return err
-		}
-	} else {
-		for i := range rows {
-			if rows[i].Given != nil {
-				rows[i].Index = *rows[i].Given
-			}
-		}
 	}
 	owner := uuidOf(ownerID)
 	nAnn := 0
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"traces"}, traceCopyCols, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 		r := &rows[i]
 		nAnn += len(r.Anns)
-		return []any{uuidOf(r.ID), ds, owner, r.Index, r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, now, int16(r.Encoding), r.Content}, nil
+		return []any{uuidOf(r.ID), ds, owner, r.Index, r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy), r.EventCount, now, int16(r.Encoding), r.Content}, nil
 	}))
 	if err != nil {
 		return err
@@ -86,11 +59,21 @@ func insertTraces(ctx context.Context, tx pgx.Tx, ownerID, datasetID string, row
 	})
 }
 
+// insertAnnotations writes prepared annotations with COPY
+// (sqlstore.Hooks.InsertAnnotations).
+func insertAnnotations(ctx context.Context, q sqlstore.Querier, as []store.Annotation) error {
+	return copyAnnotations(ctx, sqlstore.PgxTx(q), func(yield func(store.Annotation)) {
+		for _, a := range as {
+			yield(a)
+		}
+	})
+}
+
 // copyAnnotations writes annotations with COPY.
 func copyAnnotations(ctx context.Context, tx pgx.Tx, each func(yield func(store.Annotation))) error {
 	var vals [][]any
 	each(func(a store.Annotation) {
-		vals = append(vals, []any{uuidOf(a.ID), uuidOf(a.TraceID), a.Address, a.Content, a.Source, a.Author, optText(a.Extra), a.CreatedAt, a.UpdatedAt})
+		vals = append(vals, []any{uuidOf(a.ID), uuidOf(a.TraceID), a.Address, a.Content, a.Source, a.Author, sqlstore.OptText(a.Extra), a.CreatedAt, a.UpdatedAt})
 	})
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"annotations"}, annotationCopyCols, pgx.CopyFromRows(vals))
 	return err
@@ -165,7 +148,8 @@ func (s *Store) ListTraces(ctx context.Context, datasetID string, page store.Pag
 // appendToTrace adds events and spans to the end of stored trace id and
 // returns its event count after. check, when not nil, sees the trace's
 // dataset and event count before anything is written.
-func appendToTrace(ctx context.Context, tx pgx.Tx, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error) {
+func appendToTrace(ctx context.Context, q sqlstore.Querier, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error) {
+	tx := sqlstore.PgxTx(q)
 	var ds *string
 	var count int
 	var content []byte
@@ -219,7 +203,7 @@ func (s *Store) UpdateAnnotation(ctx context.Context, a store.Annotation) (store
 	}
 	out, err := sqlstore.ScanAnnotation(s.pool.QueryRow(ctx, `UPDATE annotations SET content = $1, extra = $2, updated_at = $3
 		WHERE id = $4 AND ($5::uuid IS NULL OR trace_id = $5) RETURNING `+sqlstore.AnnotationCols,
-		a.Content, optText(storeutil.FixUTF8(a.Extra)), storeutil.Now(), a.ID, trace))
+		a.Content, sqlstore.OptText(storeutil.FixUTF8(a.Extra)), storeutil.Now(), a.ID, trace))
 	if err != nil {
 		return store.Annotation{}, fail(ctx, err, "update annotation %s", a.ID)
 	}

@@ -3,16 +3,18 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 )
 
-// addScores inserts scores in tx, each superseding its target's current one.
-func addScores(ctx context.Context, tx *sql.Tx, scores []store.Score) ([]store.Score, error) {
+// addScores is sqlstore.Hooks.AddScores: scores of distinct targets with
+// multi-row statements, else two prepared statements a score.
+func addScores(ctx context.Context, q sqlstore.Querier, scores []store.Score) ([]store.Score, error) {
+	tx := sqlstore.SQLTx(q)
 	if len(scores) == 0 {
 		return nil, nil
 	}
@@ -35,18 +37,15 @@ func addScores(ctx context.Context, tx *sql.Tx, scores []store.Score) ([]store.S
 	}
 	defer ins.Close()
 	now := storeutil.Now()
-	out := make([]store.Score, len(scores))
-	for i, sc := range scores {
-		v, err := storeutil.CheckScore(sc, fmt.Sprintf("score %d", i))
-		if err != nil {
-			return nil, err
-		}
-		sc.Value = v
+	out, err := storeutil.PrepareScores(scores, now)
+	if err != nil {
+		return nil, err
+	}
+	for i, sc := range out {
 		if _, err := prev.ExecContext(ctx, sc.TraceID, sc.Criterion, sc.Address); err != nil {
 			return nil, err
 		}
-		sc.ID, sc.Current, sc.CreatedAt = storeutil.NewID(), true, now
-		if err := ins.QueryRowContext(ctx, sc.ID, sc.TraceID, sc.Address, sc.Criterion, string(sc.Value), sc.Comment, sc.Source, sc.Author, sc.RunID, optText(sc.Extra), micros(now)).Scan(&sc.Version); err != nil {
+		if err := ins.QueryRowContext(ctx, sc.ID, sc.TraceID, sc.Address, sc.Criterion, string(sc.Value), sc.Comment, sc.Source, sc.Author, sc.RunID, sqlstore.OptText(sc.Extra), micros(now)).Scan(&sc.Version); err != nil {
 			return nil, err
 		}
 		out[i] = sc
@@ -77,14 +76,9 @@ const bulkRows = 400
 // statements one row at a time cost more than the rows.
 func addScoresBulk(ctx context.Context, tx *sql.Tx, scores []store.Score) ([]store.Score, error) {
 	now := storeutil.Now()
-	out := make([]store.Score, len(scores))
-	for i, sc := range scores {
-		v, err := storeutil.CheckScore(sc, fmt.Sprintf("score %d", i))
-		if err != nil {
-			return nil, err
-		}
-		sc.Value, sc.ID, sc.Current, sc.CreatedAt = v, storeutil.NewID(), true, now
-		out[i] = sc
+	out, err := storeutil.PrepareScores(scores, now)
+	if err != nil {
+		return nil, err
 	}
 	byID := make(map[string]int, len(out))
 	for i := range out {
@@ -117,7 +111,7 @@ func addScoresBulk(ctx context.Context, tx *sql.Tx, scores []store.Score) ([]sto
 				b.WriteByte(',')
 			}
 			b.WriteString("(?,?,?,?,?,?,?,?,?,?,?)")
-			args = append(args, sc.ID, sc.TraceID, sc.Address, sc.Criterion, string(sc.Value), sc.Comment, sc.Source, sc.Author, sc.RunID, optText(sc.Extra), micros(now))
+			args = append(args, sc.ID, sc.TraceID, sc.Address, sc.Criterion, string(sc.Value), sc.Comment, sc.Source, sc.Author, sc.RunID, sqlstore.OptText(sc.Extra), micros(now))
 		}
 		b.WriteString(`) AS v WHERE true RETURNING id, version`)
 		rows, err := tx.QueryContext(ctx, b.String(), args...)
@@ -145,7 +139,8 @@ func addScoresBulk(ctx context.Context, tx *sql.Tx, scores []store.Score) ([]sto
 
 // putStatuses records the statuses of a run's results with multi-row
 // statements.
-func putStatuses(ctx context.Context, tx *sql.Tx, runID string, results []store.TraceResult, now time.Time) error {
+func putStatuses(ctx context.Context, q sqlstore.Querier, runID string, results []store.TraceResult, now time.Time) error {
+	tx := sqlstore.SQLTx(q)
 	var all []store.TraceStatus
 	for _, r := range results {
 		all = append(all, r.Statuses...)

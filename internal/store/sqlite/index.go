@@ -13,8 +13,8 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/lookout-dev/lookout/internal/search"
-	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
+	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -274,34 +274,11 @@ func (st *indexStep) Traces(ctx context.Context, ids []string, fn func(id string
 // handed over in h (nil: none).
 func (s *Store) storedTraces(ctx context.Context, ids []string, h *indexer.Handover, fn func(id string, t *trace.Trace, bad error)) error {
 	list, _ := json.Marshal(ids)
-	rows, err := s.r.QueryContext(ctx, `SELECT id, metadata, encoding, content FROM traces WHERE id IN (SELECT value FROM json_each(?))`, string(list))
-	return eachRow(rows, err, func(rows *sql.Rows) error {
-		var id string
-		var meta, content []byte
-		var enc int
-		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
-			return err
-		}
-		if t := h.Take(id, content, meta); t != nil {
-			fn(id, t, nil)
-			return nil
-		}
-		t, err := storeutil.DecodeContent(content, enc, meta)
-		fn(id, t, err)
-		return nil
-	})
+	return sqlstore.StoredTraces(ctx, sqlstore.SQL(s.r), `SELECT id, metadata, encoding, content FROM traces WHERE id IN (SELECT value FROM json_each(?))`, string(list), h, fn)
 }
 
 func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {
-	ids := make([]string, len(docs))
-	var live []string
-	var ld []storeutil.IndexDoc
-	for i, d := range docs {
-		ids[i] = d.TraceID
-		if d.Doc != nil {
-			live, ld = append(live, d.TraceID), append(ld, storeutil.IndexDoc{Doc: d.Doc})
-		}
-	}
+	ids, live, ld := sqlstore.SplitDocs(docs)
 	// Every trace's rows go, then the live ones are written whole; the
 	// texts of the rows dropped that nothing uses any more go last.
 	list, _ := json.Marshal(ids)
@@ -355,12 +332,3 @@ func (st *indexStep) Commit(ctx context.Context, done []indexer.Entry) error {
 }
 
 func (st *indexStep) Rollback() { st.tx.Rollback() }
-
-// IndexBacklog is store.Search.IndexBacklog.
-func (s *Store) IndexBacklog(ctx context.Context) (store.IndexBacklog, error) {
-	bl, err := s.ix.Backlog(ctx)
-	if err != nil {
-		return bl, fail(ctx, err, "search index backlog")
-	}
-	return bl, nil
-}

@@ -114,7 +114,7 @@ func (t spanTx) InsertTraces(ctx context.Context, ownerID, datasetID string, ts 
 	defer links.close()
 	for _, nt := range ts {
 		r := nt.Row
-		if err := traces.add(ctx, r.ID, datasetID, ownerID, nt.Index, r.Name, optText(r.Metadata), optText(r.Hierarchy),
+		if err := traces.add(ctx, r.ID, datasetID, ownerID, nt.Index, r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy),
 			r.EventCount, micros(now), r.Encoding, r.Content); err != nil {
 			return fmt.Errorf("traces of OpenTelemetry traces: %w", err)
 		}
@@ -130,7 +130,7 @@ func (t spanTx) InsertTraces(ctx context.Context, ownerID, datasetID string, ts 
 
 func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Row) error {
 	_, err := t.tx.ExecContext(ctx, `UPDATE traces SET name = ?, metadata = ?, hierarchy = ?, event_count = ?, encoding = ?, content = ? WHERE id = ?`,
-		r.Name, optText(r.Metadata), optText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, traceID)
+		r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, traceID)
 	return err
 }
 

@@ -1,17 +1,15 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
-	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
+	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -330,129 +328,44 @@ func (b *batcher) close() {
 	}
 }
 
-// SearchTraces answers a query from the index.
-func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Query, opts store.SearchOptions) (store.SearchResult, error) {
-	var res store.SearchResult
-	after, ok, err := storeutil.DecodeCursor(opts.Page.Cursor)
-	if err != nil {
-		return res, fmt.Errorf("sqlite: search: %w", err)
+// searchIndex is the Store's sqlstore.SearchIndex: FTS5 over the index
+// file, read on the read pool.
+type searchIndex struct {
+	dialect
+	s *Store
+}
+
+func (x searchIndex) Indexer() *indexer.Indexer { return x.s.ix }
+
+// TextsSet finds the traces by the texts' tokens in search_docs.
+func (searchIndex) TextsSet(texts []int64) (string, []any) {
+	if len(texts) == 0 {
+		return "SELECT trace_id FROM search_traces WHERE 0", nil
 	}
-	if !ok {
-		after = -1
-	}
-	ds, err := s.Dataset(ctx, datasetID)
-	if err != nil {
-		return res, err
-	}
-	// Exact: every trace acknowledged before the search is in the index.
-	if err := s.ix.WaitFor(ctx, datasetID); err != nil {
-		return res, fail(ctx, err, "search dataset %s: index its queued traces", datasetID)
-	}
-	plan := search.Plan{Dataset: ds.Name, Common: map[string]bool{}, Sets: map[string]search.Leaf{}}
-	if names := q.Policies(); len(names) > 0 {
-		ps, err := s.ListPolicies(ctx, datasetID)
-		if err != nil {
-			return res, err
-		}
-		plan.PolicyIDs = storeutil.PolicyIDs(ps)
-	}
-	for _, l := range q.Leaves(dialect{}) {
-		// A word's trigram lookup is most of a rare word's time: the texts
-		// that hold it are looked up once, and the query then finds their
-		// traces by their tokens in search_docs. A word in more texts than
-		// that is common: its traces are tested one by one in index order.
-		if l.Word != "" {
-			texts, err := s.textsHolding(ctx, l.Word, manyTexts)
-			if err != nil {
-				return res, fail(ctx, err, "search dataset %s", datasetID)
-			}
-			if texts == nil {
-				plan.Common[l.Key] = true
-				continue
-			}
-			l.Set, l.Args = "SELECT trace_id FROM search_traces WHERE docid IN (SELECT rowid FROM search_docs WHERE search_docs MATCH ?)", []any{textsMatch(texts)}
-			if len(texts) == 0 {
-				l.Set, l.Args = "SELECT trace_id FROM search_traces WHERE 0", nil
-			}
-			plan.Sets[l.Key] = l
-		}
-		var n int
-		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (`+l.Set+` LIMIT ?)`, append(l.Args, storeutil.CommonBound(opts))...).Scan(&n); err != nil {
-			return res, fail(ctx, err, "search dataset %s", datasetID)
-		}
-		plan.Common[l.Key] = n >= storeutil.CommonBound(opts)
-	}
-	c, err := q.Compile(dialect{}, plan)
-	if err != nil {
-		return res, err
-	}
-	pageSQL, countSQL := storeutil.SearchStatements(c, `t.id, t.idx, t.name, t.metadata, t.event_count, t.created_at,
-			(SELECT count(*) FROM annotations a WHERE a.trace_id = t.id)`)
-	// The count runs beside the page, on a connection of its own, in one
-	// part: split in two as on PostgreSQL, every query of bench/search
-	// measured slower or no faster (combination p50 58-61 → 82-85 ms).
-	countCap := opts.CountCap
-	if countCap <= 0 {
-		countCap = store.DefaultCountCap
-	}
-	countDone := storeutil.CountMatches(c, countCap, 1, func(skip, n int) (int64, error) {
-		var m int64
-		err := s.r.QueryRowContext(ctx, countSQL, storeutil.CountArgs(c, datasetID, skip, n)...).Scan(&m)
-		return m, err
-	})
-	limit := storeutil.Limit(opts.Page.Limit)
-	rows, err := s.r.QueryContext(ctx, pageSQL, storeutil.PageArgs(c, datasetID, after, limit+1)...)
-	if err != nil {
-		return res, fail(ctx, err, "search dataset %s", datasetID)
-	}
-	defer rows.Close()
-	more := false
-	for rows.Next() {
-		if len(res.Traces) == limit {
-			more = true
-			break
-		}
-		var t store.SearchHit
-		var meta []byte
-		var created int64
-		if err := rows.Scan(&t.ID, &t.Index, &t.Name, &meta, &t.EventCount, &created, &t.AnnotationCount); err != nil {
-			return res, fail(ctx, err, "search dataset %s", datasetID)
-		}
-		if meta != nil {
-			t.Metadata = meta
-		}
-		t.CreatedAt = storeutil.FromMicros(created)
-		res.Traces = append(res.Traces, t)
-	}
-	if err := rows.Err(); err != nil {
-		return res, fail(ctx, err, "search dataset %s", datasetID)
-	}
-	rows.Close()
-	if more {
-		res.Next = storeutil.EncodeCursor(res.Traces[len(res.Traces)-1].Index)
-	}
-	// The hits too are read while the count goes on.
-	if words := q.Words(); len(words) > 0 && len(res.Traces) > 0 {
-		if err := s.hits(ctx, res.Traces, words); err != nil {
-			return res, fail(ctx, err, "search dataset %s: hits", datasetID)
-		}
-	}
-	total := <-countDone
-	if total.Err != nil {
-		return res, fail(ctx, total.Err, "count matches in dataset %s", datasetID)
-	}
-	res.Total, res.Estimate = storeutil.SearchTotal(c, total.N, ds.TraceCount, countCap)
-	return res, nil
+	return "SELECT trace_id FROM search_traces WHERE docid IN (SELECT rowid FROM search_docs WHERE search_docs MATCH ?)", []any{textsMatch(texts)}
+}
+
+func (x searchIndex) ReadIndex(ctx context.Context, fn func(q sqlstore.Querier) error) error {
+	return fn(sqlstore.SQL(x.s.r))
+}
+
+// CountParts is one: split in two as on PostgreSQL, every query of
+// bench/search measured slower or no faster (combination p50 58-61 →
+// 82-85 ms).
+func (searchIndex) CountParts() int { return 1 }
+
+func (x searchIndex) StoredTraces(ctx context.Context, ids []string, fn func(id string, t *trace.Trace, bad error)) error {
+	return x.s.storedTraces(ctx, ids, nil, fn)
 }
 
 // manyTexts is the most texts holding a word that a query lists: past
 // it, the word is common.
 const manyTexts = 1024
 
-// textsHolding returns the ids of the texts that hold word, or nil when
-// there are more than max.
-func (s *Store) textsHolding(ctx context.Context, word string, max int) ([]int64, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT rowid FROM search_fts WHERE text GLOB ? LIMIT ?`, globPattern(word), max+1)
+// TextsHolding looks the word up in search_fts.
+func (x searchIndex) TextsHolding(ctx context.Context, word string) ([]int64, error) {
+	const max = manyTexts
+	rows, err := x.s.r.QueryContext(ctx, `SELECT rowid FROM search_fts WHERE text GLOB ? LIMIT ?`, globPattern(word), max+1)
 	if err != nil {
 		return nil, err
 	}
@@ -470,25 +383,6 @@ func (s *Store) textsHolding(ctx context.Context, word string, max int) ([]int64
 	return ids, rows.Err()
 }
 
-// hits finds the words in the page's traces, read from what is stored:
-// the index keeps which texts a trace holds, not where.
-func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) error {
-	at := make(map[string]int, len(ts))
-	ids := make([]string, len(ts))
-	for i := range ts {
-		at[ts[i].ID], ids[i] = i, ts[i].ID
-	}
-	var bad error
-	err := s.storedTraces(ctx, ids, nil, func(id string, t *trace.Trace, err error) {
-		if err != nil {
-			bad = cmp.Or(bad, fmt.Errorf("trace %s: %w", id, err))
-			return
-		}
-		ts[at[id]].Hits = search.Hits(search.Index(t).Pieces, words)
-	})
-	return cmp.Or(err, bad)
-}
-
 // Reindex rebuilds the search index from the stored traces: it queues
 // every trace, empties the index and indexes the queue, a batch per
 // transaction of the index file (searches meanwhile wait for it).
@@ -500,15 +394,11 @@ func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (
 	if err := s.writeIndex(ctx, func(tx *sql.Tx) error { return createIndex(ctx, tx) }); err != nil {
 		return 0, fail(ctx, err, "reindex: clear")
 	}
-	done, err := indexer.CatchUp(ctx, indexBackend{s}, func(done int64) {
-		if progress != nil {
-			progress(min(done, total), total)
-		}
-	})
+	n, err := sqlstore.Reindexed(ctx, indexBackend{s}, total, progress)
 	if err != nil {
-		return min(done, total), fail(ctx, err, "reindex")
+		return n, fail(ctx, err, "reindex")
 	}
-	return total, nil
+	return n, nil
 }
 
 // SearchIndexStats counts the index's texts and pieces and the bytes its

@@ -12,7 +12,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"runtime"
 	"strings"
 	"time"
@@ -25,8 +24,6 @@ import (
 	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
 	"github.com/lookout-dev/lookout/internal/store/internal/spanstore"
 	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
-	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
-	"github.com/lookout-dev/lookout/internal/trace"
 )
 
 //go:embed migrations/*.sql
@@ -113,7 +110,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	s := &Store{w: w, r: r, iw: iw, path: path}
 	s.handover = indexer.NewDefaultHandover()
-	s.Store = sqlstore.Store{D: sqlstore.SQLite, R: sqlstore.SQL(r), W: sqlstore.SQL(w), Fail: fail, Hooks: hooks{}, Handover: s.handover,
+	s.Store = sqlstore.Store{D: sqlstore.SQLite, R: sqlstore.SQL(r), W: sqlstore.SQL(w), Fail: fail, Hooks: sqlstore.Hooks{InsertAnnotations: insertAnnotations, InsertTraces: insertTraces,
+		AppendToTrace: appendToTrace, AddScores: addScores, PutStatuses: putStatuses}, Search: searchIndex{s: s}, Handover: s.handover,
 		// A read of two statements needs no snapshot here: every write
 		// that could come between them is the caller's own.
 		Read: func(ctx context.Context, fn func(sqlstore.Querier) error) error { return fn(sqlstore.SQL(r)) },
@@ -130,28 +128,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// migrate brings the schema up to date with goose, on a connection of its own.
+// migrate brings the schema up to date, on a connection of its own.
 func migrate(ctx context.Context, dsn string) error {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true),
-		// Areas number their migrations apart (00003 evaluation, 00005
-		// OpenTelemetry, ...) and may land in any order.
-		goose.WithAllowOutofOrder(true))
-	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	return nil
+	return sqlstore.Migrate(ctx, db, goose.DialectSQLite3, migrations)
 }
 
 // Close closes the database.
@@ -225,38 +209,3 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // micros is a time as stored.
 func micros(t time.Time) int64 { return t.UnixMicro() }
-
-func optText(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return string(b)
-}
-
-// hooks are the parts of sqlstore's operations done the SQLite way.
-type hooks struct{}
-
-func (hooks) InsertAnnotations(ctx context.Context, tx sqlstore.Querier, as []store.Annotation) error {
-	return insertAnnotations(ctx, sqlstore.SQLTx(tx), as)
-}
-
-func (hooks) InsertTraces(ctx context.Context, tx sqlstore.Querier, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error {
-	at := -1 // the trace being inserted, for errors
-	err := insertTraces(ctx, sqlstore.SQLTx(tx), ownerID, datasetID, rows, now, &at)
-	if err != nil && at >= 0 && !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("trace %d (index %d): %w", at, rows[at].Index, err)
-	}
-	return err
-}
-
-func (hooks) AppendToTrace(ctx context.Context, tx sqlstore.Querier, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error) {
-	return appendToTrace(ctx, sqlstore.SQLTx(tx), id, events, spans, check)
-}
-
-func (hooks) AddScores(ctx context.Context, tx sqlstore.Querier, scores []store.Score) ([]store.Score, error) {
-	return addScores(ctx, sqlstore.SQLTx(tx), scores)
-}
-
-func (hooks) PutStatuses(ctx context.Context, tx sqlstore.Querier, runID string, results []store.TraceResult, now time.Time) error {
-	return putStatuses(ctx, sqlstore.SQLTx(tx), runID, results, now)
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,18 +11,25 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
 	"github.com/lookout-dev/lookout/internal/store/storetest"
 )
 
-func open(t *testing.T) store.Store {
-	t.Helper()
-	st, err := Open(context.Background(), filepath.Join(t.TempDir(), "lookout.db"))
+func open(tb testing.TB) store.Store {
+	tb.Helper()
+	return openStore(tb, filepath.Join(tb.TempDir(), "lookout.db"))
+}
+
+// openStore opens the store at path, closed (and checked) when tb ends.
+func openStore(tb testing.TB, path string) *Store {
+	tb.Helper()
+	st, err := Open(context.Background(), path)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		if err := st.Close(); err != nil {
-			t.Errorf("Close: %v", err)
+			tb.Errorf("Close: %v", err)
 		}
 	})
 	return st
@@ -92,47 +98,19 @@ func TestPragmas(t *testing.T) {
 // TestMigratePolicyMode: a policy saved before policies had a mode comes out
 // of the migration as log, and the column takes nothing but block or log.
 func TestMigratePolicyMode(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "lookout.db")
 	db, err := sql.Open("sqlite", path+"?_foreign_keys=1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := fs.Sub(migrations, "migrations")
+	p, err := sqlstore.Migrations(db, goose.DialectSQLite3, migrations)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true), goose.WithAllowOutofOrder(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 8); err != nil {
-		t.Fatal(err)
-	}
-	const user, dataset, policy = "00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002", "00000000-0000-4000-8000-000000000003"
-	for _, q := range []string{
-		`INSERT INTO users (id, name, created_at) VALUES ('` + user + `', 'alice', 0)`,
-		`INSERT INTO datasets (id, owner_id, name, created_at) VALUES ('` + dataset + `', '` + user + `', 'd', 0)`,
-		`INSERT INTO policies (id, dataset_id, name, source, created_at, updated_at) VALUES ('` + policy + `', '` + dataset + `', 'old', 'raise "x"', 0, 0)`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	st, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if got, err := st.Policy(ctx, policy); err != nil || got.Mode != store.PolicyLog || got.Source != `raise "x"` {
-		t.Errorf("the policy saved before the migration: %+v, %v; want mode log", got, err)
-	}
-	if _, err := st.w.ExecContext(ctx, `UPDATE policies SET mode = 'warn'`); err == nil {
-		t.Error("the mode column took 'warn'")
-	}
+	storetest.MigratePolicyMode(t, p, db, "0", func() (store.Store, func(string) error) {
+		st := openStore(t, path)
+		return st, func(q string) error { _, err := st.w.Exec(q); return err }
+	})
 }
 
 // TestLockedIsUnavailable: a write that waits in vain for a lock another
@@ -141,11 +119,7 @@ func TestMigratePolicyMode(t *testing.T) {
 func TestLockedIsUnavailable(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "lookout.db")
-	st, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, path)
 	u, err := st.CreateUser(ctx, "alice", "hash")
 	if err != nil {
 		t.Fatal(err)

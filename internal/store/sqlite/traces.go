@@ -16,37 +16,14 @@ import (
 
 // ---- traces ----
 
-// insertTraces writes prepared traces with their annotations in tx: in a dataset each gets its index, and the dataset its new
-// trace count and last push. *at is the trace being written, for errors.
-func insertTraces(ctx context.Context, tx *sql.Tx, ownerID, datasetID string, rows []storeutil.Row, now time.Time, at *int) error {
+// insertTraces writes prepared traces, their indexes set, with their
+// annotations in tx (sqlstore.Hooks.InsertTraces); an error names the
+// trace being written.
+func insertTraces(ctx context.Context, q sqlstore.Querier, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error {
+	tx := sqlstore.SQLTx(q)
 	var ds any // NULL outside a dataset
 	if datasetID != "" {
 		ds = datasetID
-		var next int64
-		if err := tx.QueryRowContext(ctx, `SELECT next_index FROM datasets WHERE id = ?`, datasetID).Scan(&next); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return notFound("dataset %s", datasetID)
-			}
-			return err
-		}
-		given := make([]*int64, len(rows))
-		for i := range rows {
-			given[i] = rows[i].Given
-		}
-		idx, newNext := storeutil.AssignIndexes(next, given)
-		for i := range rows {
-			rows[i].Index = idx[i]
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE datasets SET next_index = ?, trace_count = trace_count + ?, last_pushed = ? WHERE id = ?`,
-			newNext, len(rows), micros(now), datasetID); err != nil {
-			return err
-		}
-	} else {
-		for i := range rows {
-			if rows[i].Given != nil {
-				rows[i].Index = *rows[i].Given
-			}
-		}
 	}
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
@@ -56,26 +33,32 @@ func insertTraces(ctx context.Context, tx *sql.Tx, ownerID, datasetID string, ro
 	defer ins.Close()
 	var insAnn *sql.Stmt
 	for i := range rows {
-		*at = i
 		r := &rows[i]
-		if _, err := ins.ExecContext(ctx, r.ID, ds, ownerID, r.Index, r.Name, optText(r.Metadata), optText(r.Hierarchy),
+		if _, err := ins.ExecContext(ctx, r.ID, ds, ownerID, r.Index, r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy),
 			r.EventCount, micros(now), r.Encoding, r.Content); err != nil {
-			return err
+			return traceError(i, r, err)
 		}
 		if len(r.Anns) > 0 && insAnn == nil {
 			if insAnn, err = tx.PrepareContext(ctx, insertAnnotation); err != nil {
-				return err
+				return traceError(i, r, err)
 			}
 			defer insAnn.Close()
 		}
 		for _, a := range r.Anns {
 			if err := execAnnotation(ctx, insAnn, a); err != nil {
-				return err
+				return traceError(i, r, err)
 			}
 		}
 	}
-	*at = -1
 	return nil
+}
+
+// traceError names trace i of a batch in err.
+func traceError(i int, r *storeutil.Row, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("trace %d (index %d): %w", i, r.Index, err)
 }
 
 // ListTraces lists a dataset's traces by index, a page at a time.
@@ -135,7 +118,8 @@ func (s *Store) ListTraces(ctx context.Context, datasetID string, page store.Pag
 // returns its event count after. check, when not
 // nil, sees the trace's dataset and event count before anything is
 // written.
-func appendToTrace(ctx context.Context, tx *sql.Tx, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error) {
+func appendToTrace(ctx context.Context, q sqlstore.Querier, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error) {
+	tx := sqlstore.SQLTx(q)
 	var ds sql.NullString
 	var count, enc int
 	var content []byte
@@ -172,16 +156,16 @@ type execer interface {
 }
 
 func execAnnotation(ctx context.Context, st execer, a store.Annotation) error {
-	_, err := st.ExecContext(ctx, a.ID, a.TraceID, a.Address, a.Content, a.Source, a.Author, optText(a.Extra), micros(a.CreatedAt), micros(a.UpdatedAt))
+	_, err := st.ExecContext(ctx, a.ID, a.TraceID, a.Address, a.Content, a.Source, a.Author, sqlstore.OptText(a.Extra), micros(a.CreatedAt), micros(a.UpdatedAt))
 	return err
 }
 
 // insertAnnotations writes prepared annotations.
-func insertAnnotations(ctx context.Context, tx *sql.Tx, as []store.Annotation) error {
+func insertAnnotations(ctx context.Context, q sqlstore.Querier, as []store.Annotation) error {
 	if len(as) == 0 {
 		return nil
 	}
-	st, err := tx.PrepareContext(ctx, insertAnnotation)
+	st, err := sqlstore.SQLTx(q).PrepareContext(ctx, insertAnnotation)
 	if err != nil {
 		return err
 	}
@@ -204,7 +188,7 @@ func (s *Store) UpdateAnnotation(ctx context.Context, a store.Annotation) (store
 	}
 	out, err := sqlstore.ScanAnnotation(s.w.QueryRowContext(ctx, `UPDATE annotations SET content = ?, extra = ?, updated_at = ?
 		WHERE id = ? AND (? = '' OR trace_id = ?) RETURNING `+sqlstore.AnnotationCols,
-		a.Content, optText(a.Extra), micros(storeutil.Now()), a.ID, a.TraceID, a.TraceID))
+		a.Content, sqlstore.OptText(a.Extra), micros(storeutil.Now()), a.ID, a.TraceID, a.TraceID))
 	if err != nil {
 		return store.Annotation{}, fail(ctx, err, "update annotation %s", a.ID)
 	}

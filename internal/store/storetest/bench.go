@@ -30,7 +30,7 @@ func benchDataset(b *testing.B, st store.Store) (store.User, store.Dataset) {
 
 // BenchAddTraces measures AddTraces of the 200 tau-bench traces, in batches
 // of 100, into one dataset: traces/s and MB/s of canonical JSON.
-func BenchAddTraces(b *testing.B, open func(b *testing.B) store.Store) {
+func BenchAddTraces(b *testing.B, open func(tb testing.TB) store.Store) {
 	tau := TauBench(b)
 	st := open(b)
 	ctx := context.Background()
@@ -62,7 +62,7 @@ func BenchAddTraces(b *testing.B, open func(b *testing.B) store.Store) {
 // metadata of its own) in one dataset, then measures single reads one at a
 // time: "get" reads a random trace, "list" a page of 100 summaries at a
 // random place. Both report p50 and p99 latency in milliseconds.
-func BenchReads(b *testing.B, open func(b *testing.B) store.Store, n int) {
+func BenchReads(b *testing.B, open func(tb testing.TB) store.Store, n int) {
 	tau := TauBench(b)
 	st := open(b)
 	ctx := context.Background()
@@ -148,7 +148,7 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 // round rebuilds the index from them (Reindex: queue every trace, index
 // the queue in batches). It reports traces/s and the process's CPU time a
 // trace (user + system, so the figure holds on a busy machine).
-func BenchIndex(b *testing.B, open func(b *testing.B) store.Store, n int) {
+func BenchIndex(b *testing.B, open func(tb testing.TB) store.Store, n int) {
 	b.Setenv("LOOKOUT_INDEXER", "off")
 	tau := TauBench(b)
 	st := open(b)

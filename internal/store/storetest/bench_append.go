@@ -15,7 +15,7 @@ import (
 // events and a span per operation, as RecordConversation appends them.
 // Each op starts a new conversation of 500 events every 50 appends, so the
 // traces stay the size the gateway bench's long rows write.
-func BenchAppendConversation(b *testing.B, open func(b *testing.B) store.Store) {
+func BenchAppendConversation(b *testing.B, open func(tb testing.TB) store.Store) {
 	st := open(b)
 	ctx := context.Background()
 	u, d := benchDataset(b, st)

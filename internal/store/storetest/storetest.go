@@ -19,8 +19,9 @@ import (
 )
 
 // Run runs the suite. open returns a fresh, empty store and arranges for it
-// to be closed when t ends.
-func Run(t *testing.T, open func(t *testing.T) store.Store) {
+// to be closed when the test ends.
+func Run(t *testing.T, openTB func(tb testing.TB) store.Store) {
+	open := func(t *testing.T) store.Store { return openTB(t) }
 	groups := []struct {
 		name string
 		fn   func(t *testing.T, open func(t *testing.T) store.Store)

@@ -64,7 +64,7 @@ func (s *Store) RecordConversations(ctx context.Context, ownerID, datasetID stri
 	err := s.Write(ctx, func(tx Querier) error {
 		prep.Reset()
 		if rows := prep.NewRows(); len(rows) > 0 {
-			if err := s.Hooks.InsertTraces(ctx, tx, ownerID, datasetID, rows, now); err != nil {
+			if err := s.insertTraces(ctx, tx, ownerID, datasetID, rows, now); err != nil {
 				return err
 			}
 			if err := s.Enqueue(ctx, tx, rowIDs(rows)); err != nil {

@@ -1,8 +1,10 @@
 // Package sqlstore is the part of the store that is the same SQL in both
 // backends: users, API keys, sessions, datasets, policies, criteria, scores,
-// evaluation runs and benchmarks. Its statements are written once with $n
+// evaluation runs and benchmarks, and a search's plan, page, count and hits
+// over the backend's SearchIndex. Its statements are written once with $n
 // placeholders, which PostgreSQL takes as they are and modernc's SQLite
-// binds by number. A Querier runs them over either driver; a Dialect holds
+// binds by number (the search statements have "?", as package search
+// writes them). A Querier runs them over either driver; a Dialect holds
 // what differs in spelling (how a time is stored, collation, row locks).
 // What differs in kind (COPY, the search indexes, span ingest, migrations,
 // connections) stays in the backends, as does mapping driver errors.
@@ -250,6 +252,8 @@ type Store struct {
 	Read, Write func(ctx context.Context, fn func(q Querier) error) error
 	// Hooks does what the backend does its own way.
 	Hooks Hooks
+	// Search is the backend's search index.
+	Search SearchIndex
 	// Handover takes traces handed over (AddOptions.HandOver) to the
 	// search indexer; nil for none.
 	Handover *indexer.Handover
@@ -260,21 +264,22 @@ type Store struct {
 
 // Hooks are the parts of shared operations a backend does its own way:
 // its bulk writes. tx is a transaction of Write.
-type Hooks interface {
+type Hooks struct {
 	// InsertAnnotations writes prepared annotations.
-	InsertAnnotations(ctx context.Context, tx Querier, as []store.Annotation) error
-	// InsertTraces writes new traces (the caller queues them for the
-	// search index).
-	InsertTraces(ctx context.Context, tx Querier, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error
+	InsertAnnotations func(ctx context.Context, tx Querier, as []store.Annotation) error
+	// InsertTraces writes new traces whose indexes are set, with their
+	// annotations (the caller updates their dataset and queues them for
+	// the search index).
+	InsertTraces func(ctx context.Context, tx Querier, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error
 	// AppendToTrace adds events and spans to the end of a stored trace
-	// (the caller queues it for the search index) and returns its event count after; check,
-	// when not nil, sees the trace's dataset and event count before
-	// anything is written.
-	AppendToTrace(ctx context.Context, tx Querier, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error)
+	// (the caller queues it for the search index) and returns its event
+	// count after; check, when not nil, sees the trace's dataset and event
+	// count before anything is written.
+	AppendToTrace func(ctx context.Context, tx Querier, id string, events []trace.Event, spans []trace.Span, check func(datasetID string, events int) error) (int, error)
 	// AddScores inserts scores, each superseding its target's current one.
-	AddScores(ctx context.Context, tx Querier, scores []store.Score) ([]store.Score, error)
+	AddScores func(ctx context.Context, tx Querier, scores []store.Score) ([]store.Score, error)
 	// PutStatuses records the statuses of a run's results.
-	PutStatuses(ctx context.Context, tx Querier, runID string, results []store.TraceResult, now time.Time) error
+	PutStatuses func(ctx context.Context, tx Querier, runID string, results []store.TraceResult, now time.Time) error
 }
 
 // SQLTx is the transaction under a Querier of SQL, else nil.
@@ -338,7 +343,8 @@ func NoRows(err error) bool {
 // nobody is an id no row has, for a user id that is not one.
 const nobody = "00000000-0000-0000-0000-000000000000"
 
-func optText(b []byte) any {
+// OptText is JSON text for a column that may be NULL (nil).
+func OptText(b []byte) any {
 	if b == nil {
 		return nil
 	}

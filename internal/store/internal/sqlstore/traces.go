@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
@@ -112,7 +113,7 @@ func (s *Store) CreateAnnotation(ctx context.Context, a store.Annotation) (store
 	}
 	b := as[0]
 	_, err = s.W.Exec(ctx, `INSERT INTO annotations (`+AnnotationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		b.ID, b.TraceID, b.Address, b.Content, b.Source, b.Author, optText(b.Extra), s.D.Time(b.CreatedAt), s.D.Time(b.UpdatedAt))
+		b.ID, b.TraceID, b.Address, b.Content, b.Source, b.Author, OptText(b.Extra), s.D.Time(b.CreatedAt), s.D.Time(b.UpdatedAt))
 	if err != nil {
 		return store.Annotation{}, s.Fail(ctx, err, "create annotation on trace %s", a.TraceID)
 	}
@@ -274,7 +275,7 @@ func (s *Store) AddTracesWith(ctx context.Context, ownerID, datasetID string, tr
 		if len(ins) == 0 {
 			return nil
 		}
-		if err := s.Hooks.InsertTraces(ctx, tx, ownerID, datasetID, ins, now); err != nil {
+		if err := s.insertTraces(ctx, tx, ownerID, datasetID, ins, now); err != nil {
 			return err
 		}
 		return s.Enqueue(ctx, tx, rowIDs(ins))
@@ -417,4 +418,39 @@ func rowIDs(rows []storeutil.Row) []string {
 		ids[i] = rows[i].ID
 	}
 	return ids
+}
+
+// insertTraces writes prepared traces with their annotations in tx: in a
+// dataset each gets its index, and the dataset its new trace count and
+// last push.
+func (s *Store) insertTraces(ctx context.Context, tx Querier, ownerID, datasetID string, rows []storeutil.Row, now time.Time) error {
+	if datasetID == "" {
+		for i := range rows {
+			if rows[i].Given != nil {
+				rows[i].Index = *rows[i].Given
+			}
+		}
+		return s.Hooks.InsertTraces(ctx, tx, ownerID, datasetID, rows, now)
+	}
+	var next int64
+	// ForUpdate: batches into one dataset take their indexes in turn.
+	if err := tx.QueryRow(ctx, `SELECT next_index FROM datasets WHERE id = $1`+s.D.ForUpdate, datasetID).Scan(&next); err != nil {
+		if NoRows(err) {
+			return s.notFound("dataset %s", datasetID)
+		}
+		return err
+	}
+	given := make([]*int64, len(rows))
+	for i := range rows {
+		given[i] = rows[i].Given
+	}
+	idx, newNext := storeutil.AssignIndexes(next, given)
+	for i := range rows {
+		rows[i].Index = idx[i]
+	}
+	if _, err := tx.Exec(ctx, `UPDATE datasets SET next_index = $1, trace_count = trace_count + $2, last_pushed = $3 WHERE id = $4`,
+		newNext, len(rows), s.D.Time(now), datasetID); err != nil {
+		return err
+	}
+	return s.Hooks.InsertTraces(ctx, tx, ownerID, datasetID, rows, now)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/store"
@@ -47,6 +48,22 @@ func CheckScore(s store.Score, what string) (json.RawMessage, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// PrepareScores checks a batch of scores and returns them ready to be
+// written but for their versions: values compacted, new ids, current and
+// made now. Every score is checked before any is written.
+func PrepareScores(scores []store.Score, now time.Time) ([]store.Score, error) {
+	out := make([]store.Score, len(scores))
+	for i, sc := range scores {
+		v, err := CheckScore(sc, fmt.Sprintf("score %d", i))
+		if err != nil {
+			return nil, err
+		}
+		sc.Value, sc.ID, sc.Current, sc.CreatedAt = v, NewID(), true, now
+		out[i] = sc
+	}
+	return out, nil
 }
 
 // CheckRunState checks a run state.

@@ -1,9 +1,10 @@
 // Package storeutil holds what the store backends share short of running
-// statements: ids, times, cursors, the checks of what is stored, the
-// encoding of trace content, metadata merging and index assignment, and
-// the text of the search statements both dialects run (SearchStatements,
-// with "?" placeholders, and their arguments). It holds no connection and
-// runs nothing; the span ingest that does is spanstore's.
+// statements: ids, times, cursors, the checks of what is stored (traces,
+// annotations, scores, benchmarks, conversation steps), the encoding of
+// trace content and its appended parts, metadata merging, index
+// assignment and the hashes of the search index's texts. It holds no
+// connection and runs nothing: the SQL both backends run is sqlstore's,
+// the span ingest spanstore's.
 package storeutil
 
 import (
@@ -418,106 +419,4 @@ func DistinctTexts(docs []IndexDoc) map[TextHash]string {
 		}
 	}
 	return texts
-}
-
-// SearchStatements builds the statements of a search page and of its
-// count from a compiled query, with "?" placeholders; PageArgs and
-// CountArgs give their arguments. cols are the columns the page selects
-// from traces t. With a driver the count is exact (it runs over the
-// driver's few traces); without one it runs over the dataset's first
-// traces by index, at most a bound of them, and is scaled up to the
-// dataset when the dataset is larger (an estimate).
-func SearchStatements(c search.Compiled, cols string) (page, count string) {
-	if c.Driver != "" {
-		// The driver's few traces first, by primary key (CROSS JOIN keeps
-		// SQLite's planner to that order).
-		with := "WITH cand(id) AS MATERIALIZED (" + c.Driver + ") "
-		from := "FROM cand CROSS JOIN traces t WHERE t.id = cand.id AND t.dataset_id = ? AND "
-		page = with + "SELECT " + cols + " " + from + "t.idx > ? AND " + c.Cond + " ORDER BY t.idx LIMIT ?"
-		count = with + "SELECT count(*) " + from + c.Cond
-		return page, count
-	}
-	page = "SELECT " + cols + " FROM traces t WHERE t.dataset_id = ? AND t.idx > ? AND " + c.Cond + " ORDER BY t.idx LIMIT ?"
-	count = "SELECT count(*) FROM (SELECT t.id, t.event_count FROM traces t WHERE t.dataset_id = ? ORDER BY t.idx LIMIT ? OFFSET ?) t WHERE " + c.Cond
-	return page, count
-}
-
-// PageArgs are the arguments of SearchStatements' page.
-func PageArgs(c search.Compiled, datasetID string, after int64, limit int) []any {
-	args := append(append([]any{}, c.DriverArgs...), datasetID, after)
-	return append(append(args, c.Args...), limit)
-}
-
-// CountArgs are the arguments of SearchStatements' count, which looks at
-// the scan traces after the first skip in index order when there is no
-// driver (a store may count a long scan in parts, side by side).
-func CountArgs(c search.Compiled, datasetID string, skip, scan int) []any {
-	if c.Driver != "" {
-		args := append(append([]any{}, c.DriverArgs...), datasetID)
-		return append(args, c.Args...)
-	}
-	return append([]any{datasetID, scan, skip}, c.Args...)
-}
-
-// Counted is the result of a search's count.
-type Counted struct {
-	N   int64
-	Err error
-}
-
-// CountMatches starts the count of a search with count, which counts the
-// matches among n traces after the first skip (CountArgs), and delivers
-// the sum. Without a driver the count scans the first countCap traces,
-// split into parts of consecutive traces by index counted side by side,
-// each in its own read: a trace pushed or deleted between their snapshots
-// can shift that window by a trace, which a count taken while the dataset
-// changes allows.
-func CountMatches(c search.Compiled, countCap, parts int, count func(skip, n int) (int64, error)) <-chan Counted {
-	if c.Driver != "" || countCap < 2*parts {
-		parts = 1
-	}
-	results := make(chan Counted, parts)
-	for k := range parts {
-		skip := k * countCap / parts
-		n := (k+1)*countCap/parts - skip
-		go func() {
-			m, err := count(skip, n)
-			results <- Counted{m, err}
-		}()
-	}
-	done := make(chan Counted, 1)
-	go func() {
-		var total Counted
-		for range parts {
-			r := <-results
-			total.N += r.N
-			if total.Err == nil {
-				total.Err = r.Err
-			}
-		}
-		done <- total
-	}()
-	return done
-}
-
-// SearchTotal turns the count of matches among the traces counted into the
-// total: exact when every trace of the dataset was counted, else scaled to
-// the dataset and marked as an estimate.
-func SearchTotal(c search.Compiled, matches, traces int64, scan int) (total int64, estimate bool) {
-	if c.Driver != "" || traces <= int64(scan) {
-		return matches, false
-	}
-	return (matches*traces + int64(scan)/2) / int64(scan), true
-}
-
-// CommonLeaf is how many index rows make a leaf of a query common (see
-// search.Plan), unless SearchOptions.CommonLeaf says otherwise.
-const CommonLeaf = 2000
-
-// CommonBound is the bound SearchOptions asks for.
-func CommonBound(opts store.SearchOptions) int {
-	if opts.CommonLeaf > 0 {
-		return opts.CommonLeaf
-	}
-	return CommonLeaf
 }
