@@ -78,7 +78,7 @@ type parsedRequest struct {
 	// grown: a request read after this one took the room past the end of
 	// msgs (resume).
 	grown atomic.Bool
-	key  uint64 // the cache bucket of body
+	key   uint64 // the cache bucket of body
 	// trace is Events as the policies saw them, put once the call's
 	// checks are done; the next call that reads after this request and
 	// holds all its events takes it (it is not for two calls at once).
