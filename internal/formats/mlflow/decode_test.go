@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/formats/internal/golden"
 	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -42,10 +43,7 @@ func decodeAll(t testing.TB, data []byte, name string) (traces []*trace.Trace, e
 			return traces, errs
 		}
 		if err != nil {
-			var de *decoding.Error
-			if !errors.As(err, &de) {
-				t.Fatalf("error %T %v is not a *decoding.Error", err, err)
-			}
+			de := golden.DecodingError(t, err)
 			errs = append(errs, de)
 			if !de.Recoverable {
 				if _, err := dec.Next(); !errors.Is(err, io.EOF) {
@@ -67,22 +65,8 @@ func decodeOne(t *testing.T, in string) *trace.Trace {
 	if len(errs) > 0 || len(traces) != 1 {
 		t.Fatalf("%d traces, errors %v", len(traces), errs)
 	}
-	roundTrip(t, traces[0])
+	golden.RoundTrip(t, traces[0])
 	return traces[0]
-}
-
-// roundTrip checks AppendTrace → UnmarshalJSON → AppendTrace is
-// byte-identical.
-func roundTrip(t testing.TB, tr *trace.Trace) {
-	t.Helper()
-	a := trace.AppendTrace(nil, tr)
-	var back trace.Trace
-	if err := back.UnmarshalJSON(a); err != nil {
-		t.Fatalf("canonical JSON does not read back: %v\n%s", err, a)
-	}
-	if b := trace.AppendTrace(nil, &back); !bytes.Equal(a, b) {
-		t.Fatalf("canonical round trip changed the trace:\n%s\n%s", a, b)
-	}
 }
 
 func jsonValue(t *testing.T, raw []byte) any {
@@ -124,7 +108,7 @@ func TestSeed(t *testing.T) {
 		t.Fatalf("%d traces, errors %v", len(traces), errs)
 	}
 	tr := traces[0]
-	roundTrip(t, tr)
+	golden.RoundTrip(t, tr)
 	if len(tr.Spans) != len(doc.Spans) || len(tr.Spans) != 5 {
 		t.Fatalf("%d spans, want %d (the manifest says 5)", len(tr.Spans), len(doc.Spans))
 	}
@@ -506,7 +490,7 @@ func TestShapes(t *testing.T) {
 		t.Fatalf("%d traces, errors %v", len(traces), errs)
 	}
 	for _, tr := range traces {
-		roundTrip(t, tr)
+		golden.RoundTrip(t, tr)
 	}
 	sp := traces[0].Spans[0]
 	if sp.Status != "ERROR" || sp.Start.UnixNano() != 0 || !sp.End.IsZero() || sp.Attributes != nil || traces[0].ID != "" {

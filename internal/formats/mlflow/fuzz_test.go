@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strings"
 	"testing"
 
-	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/formats/internal/golden"
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -48,52 +47,10 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 		dec := NewDecoder(bytes.NewReader(data), "fuzz")
-		for range len(data) + 2 {
-			tr, err := dec.Next()
-			if errors.Is(err, io.EOF) {
-				return
-			}
-			if err != nil {
-				var de *decoding.Error
-				if !errors.As(err, &de) {
-					t.Fatalf("error %T %v is not a *decoding.Error", err, err)
-				}
-				if de.File != "fuzz" || de.Line < 1 || de.Col < 1 {
-					t.Fatalf("error %q is not placed", de)
-				}
-				if de.Recoverable && (de.Path == "" || de.Trace < 0) {
-					t.Fatalf("recoverable error %q has no JSON path or trace index", de)
-				}
-				if !de.Recoverable {
-					if _, err := dec.Next(); !errors.Is(err, io.EOF) {
-						t.Fatalf("Next after a fatal error gave %v", err)
-					}
-					return
-				}
-				continue
-			}
-			seen := map[string]bool{}
-			for _, sp := range tr.Spans {
-				if sp.ID == "" || strings.Contains(sp.ID, ".") || seen[sp.ID] {
-					t.Fatalf("span id %q", sp.ID)
-				}
-				seen[sp.ID] = true
-			}
-			ids := map[string]bool{}
-			for _, sp := range tr.Spans {
-				if sp.ParentID != "" && seen[sp.ParentID] && !ids[sp.ParentID] {
-					t.Fatalf("span %q comes before its parent %q", sp.ID, sp.ParentID)
-				}
-				ids[sp.ID] = true
-			}
-			for _, e := range tr.Events {
-				if !seen[e.SpanID] {
-					t.Fatalf("event span id %q is not a span", e.SpanID)
-				}
-			}
-			roundTrip(t, tr)
-		}
-		t.Fatalf("decoder does not stop")
+		golden.Drain(t, dec.Next, len(data)+2, false, true, func(tr *trace.Trace) {
+			golden.SpanTree(t, tr)
+			golden.RoundTrip(t, tr)
+		})
 	})
 }
 

@@ -3,14 +3,12 @@ package otlp
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/formats/internal/golden"
 	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -70,33 +68,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dec := NewDecoder(bytes.NewReader(data), "fuzz")
-		for range len(data) + 2 {
-			tr, err := dec.Next()
-			if errors.Is(err, io.EOF) {
-				return
-			}
-			if err != nil {
-				var de *decoding.Error
-				if !errors.As(err, &de) {
-					t.Fatalf("error %T %v is not a *decoding.Error", err, err)
-				}
-				if de.File != "fuzz" || de.Line < 1 || de.Col < 1 || de.Msg == "" {
-					t.Fatalf("error %q is not placed", de)
-				}
-				if de.Recoverable && de.Path == "" {
-					t.Fatalf("recoverable error %q has no JSON path", de)
-				}
-				if !de.Recoverable {
-					if _, err := dec.Next(); !errors.Is(err, io.EOF) {
-						t.Fatalf("Next after a fatal error gave %v", err)
-					}
-					return
-				}
-				continue
-			}
-			checkTrace(t, tr)
-		}
-		t.Fatalf("the decoder does not stop")
+		golden.Drain(t, dec.Next, len(data)+2, true, false, func(tr *trace.Trace) { checkTrace(t, tr) })
 	})
 }
 
@@ -143,31 +115,6 @@ func langfuseOne(data []byte, off int) []byte {
 
 func checkTrace(t *testing.T, tr *trace.Trace) {
 	t.Helper()
-	seen := map[string]bool{}
-	for _, sp := range tr.Spans {
-		if sp.ID == "" || strings.Contains(sp.ID, ".") || seen[sp.ID] {
-			t.Fatalf("span id %q", sp.ID)
-		}
-		seen[sp.ID] = true
-	}
-	before := map[string]bool{}
-	for _, sp := range tr.Spans {
-		if sp.ParentID != "" && seen[sp.ParentID] && !before[sp.ParentID] {
-			t.Fatalf("span %q comes before its parent %q", sp.ID, sp.ParentID)
-		}
-		before[sp.ID] = true
-	}
-	for _, e := range tr.Events {
-		if !seen[e.SpanID] {
-			t.Fatalf("event span id %q is not a span", e.SpanID)
-		}
-	}
-	a := trace.AppendTrace(nil, tr)
-	var c trace.Trace
-	if err := c.UnmarshalJSON(a); err != nil {
-		t.Fatalf("canonical JSON does not read back: %v\n%s", err, a)
-	}
-	if b := trace.AppendTrace(nil, &c); !bytes.Equal(a, b) {
-		t.Fatalf("canonical round trip changed the trace:\n%s\n%s", a, b)
-	}
+	golden.SpanTree(t, tr)
+	golden.RoundTrip(t, tr)
 }

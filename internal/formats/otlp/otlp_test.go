@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/formats/internal/golden"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -330,10 +331,7 @@ func decodeAll(t *testing.T, data, name string) (traces []*trace.Trace, errs []*
 			return
 		}
 		if err != nil {
-			var de *decoding.Error
-			if !errors.As(err, &de) {
-				t.Fatalf("error %T %v is not a *decoding.Error", err, err)
-			}
+			de := golden.DecodingError(t, err)
 			errs = append(errs, de)
 			if !de.Recoverable {
 				return

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/formats/internal/golden"
 	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -57,20 +58,6 @@ func decodeAll(t testing.TB, data []byte, name string) (traces []*trace.Trace, e
 	}
 	t.Fatalf("decoder does not stop")
 	return nil, nil
-}
-
-// roundTrip checks AppendTrace → UnmarshalJSON → AppendTrace is
-// byte-identical.
-func roundTrip(t testing.TB, tr *trace.Trace) {
-	t.Helper()
-	a := trace.AppendTrace(nil, tr)
-	var back trace.Trace
-	if err := back.UnmarshalJSON(a); err != nil {
-		t.Fatalf("canonical JSON does not read back: %v\n%s", err, a)
-	}
-	if b := trace.AppendTrace(nil, &back); !bytes.Equal(a, b) {
-		t.Fatalf("canonical round trip changed the trace:\n%s\n%s", a, b)
-	}
 }
 
 // ---- an independent reading of the seed with encoding/json ----
@@ -121,7 +108,7 @@ func TestSeed(t *testing.T) {
 	totalSpans := 0
 	for ti, root := range roots {
 		tr := traces[ti]
-		roundTrip(t, tr)
+		golden.RoundTrip(t, tr)
 		var want []wantSpan
 		walk(t, root, "0", "", &want)
 		totalSpans += len(want)
@@ -348,7 +335,7 @@ func TestModel(t *testing.T) {
 		t.Fatalf("%d traces, errors %v", len(traces), errs)
 	}
 	tr := traces[0]
-	roundTrip(t, tr)
+	golden.RoundTrip(t, tr)
 	root := tr.Spans[0]
 	if root.Execution != "parallel" || string(root.Extra.Get("metadata_expand")) != `["source"]` || root.Value != nil {
 		t.Errorf("root span %+v", root)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
+	"github.com/lookout-dev/lookout/internal/formats/internal/golden"
 )
 
 // FuzzDecode: no input makes the decoder panic or loop, every error is a
@@ -67,7 +68,7 @@ func FuzzDecode(f *testing.F) {
 					t.Fatalf("event without span id: %+v", e)
 				}
 			}
-			roundTrip(t, tr)
+			golden.RoundTrip(t, tr)
 		}
 		t.Fatalf("decoder does not stop")
 	})
