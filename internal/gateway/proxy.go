@@ -71,9 +71,6 @@ type callRecord struct {
 	seen     map[string]bool // findings by guardrail and key, counted once
 	sums     []eventsSum     // the request's events' prefix sums (snapshots.go)
 	trace    *policy.Trace   // the request's events as the policies saw them
-	// all is the request's events and then the answer's, when a check
-	// made them: a copy of the call's own, which the recording takes.
-	all []trace.Event
 }
 
 // Serve proxies one call and writes its answer.
@@ -201,7 +198,6 @@ func (p *Proxy) whole(ctx context.Context, w http.ResponseWriter, rec *callRecor
 	}
 	rec.answered(out)
 	all := append(append(make([]trace.Event, 0, len(rec.req.Events)+len(out.Events)), rec.req.Events...), out.Events...)
-	rec.all = all
 	v := p.Guard.check(ctx, rec.c.Rails, all, len(rec.req.Events), rec.c.Params, rec.sums, rec.trace)
 	rec.add(v)
 	if v.Blocked {
@@ -384,37 +380,35 @@ func (p *Proxy) record(ctx context.Context, rec *callRecord, answer []trace.Even
 		sp.Status = "ok"
 	}
 	sp.Attributes = spanAttributes(rec, sp.End.Sub(rec.start))
+	// The events the conversation held are shared with the recorder, not
+	// copied: copying a long conversation's events on every call cost more
+	// than the rest of recording it.
 	m := len(rec.req.Events)
-	var events []trace.Event
-	if len(rec.all) == m+len(answer) {
-		// The check's copy, the call's own: copying a long conversation's
-		// events again cost more than the rest of recording it.
-		events = rec.all[:m]
-	} else {
-		events = append(make([]trace.Event, 0, m+len(answer)), rec.req.Events...)
-	}
+	stored := min(rec.stored, m)
+	prior := rec.req.Events[:stored:stored]
+	own := append(make([]trace.Event, 0, m-stored+len(answer)), rec.req.Events[stored:]...)
 	if withheld {
 		if raw, err := json.Marshal(json.RawMessage(trace.AppendEvents(nil, answer))); err == nil {
 			sp.Outputs = raw
 		}
 	} else {
-		events = events[:m+len(answer)]
 		for i := range answer {
 			e := answer[i]
 			e.SpanID = sp.ID
-			events[m+i] = e
+			own = append(own, e)
 		}
 	}
-	anns := annotationsAt(rec.findings, sp.ID, m, len(events), withheld)
+	n := stored + len(own)
+	anns := annotationsAt(rec.findings, sp.ID, m, n, withheld)
 	head := ""
 	if n := len(rec.heads); n > 0 {
 		head = rec.heads[n-1]
 	}
-	if added := events[len(rec.heads):]; len(added) > 0 {
+	if added := own[max(0, len(rec.heads)-stored):]; len(added) > 0 {
 		hs := ExtendHeads(head, added)
 		head = hs[len(hs)-1]
 	}
-	if err := p.Recorder.Record(ctx, rec.conv, rec.stored, events, []trace.Span{sp}, anns, head); err != nil {
+	if err := p.Recorder.Record(ctx, rec.conv, prior, own, []trace.Span{sp}, anns, head); err != nil {
 		p.log().Error("gateway: the call is not recorded", "dataset", rec.c.DatasetID, "err", err)
 	}
 }

@@ -63,9 +63,11 @@ type Conversation struct {
 
 // call is one registered call waiting to be written.
 type call struct {
-	conv        *Conversation
-	from        int           // the events the conversation held before the call
-	events      []trace.Event // every event of the conversation after the call
+	conv *Conversation
+	// The conversation's events after the call: prior, those it held
+	// before the call (shared with the caller, not changed), then own, the
+	// call's.
+	prior, own  []trace.Event
 	spans       []trace.Span
 	annotations []store.Annotation
 	head        string
@@ -139,12 +141,14 @@ func (r *Recorder) register(c *Conversation) {
 	}
 }
 
-// Record registers a call of conversation c that held from events before
-// it: events are all the conversation's events after the call, head their
-// head. The call is written in the background; Record waits only when the
-// queue is full (until ctx ends: then the call is not recorded and the error
-// says so). Call it before answering the agent.
-func (r *Recorder) Record(ctx context.Context, c *Conversation, from int, events []trace.Event, spans []trace.Span, annotations []store.Annotation, head string) error {
+// Record registers a call of conversation c: prior are the events c held
+// before it (which Record and the writer only read, so they may be shared),
+// own the events the call adds, head the head of all. The call is written
+// in the background; Record waits only when the queue is full (until ctx
+// ends: then the call is not recorded and the error says so). Call it
+// before answering the agent.
+func (r *Recorder) Record(ctx context.Context, c *Conversation, prior, own []trace.Event, spans []trace.Span, annotations []store.Annotation, head string) error {
+	from := len(prior)
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -158,21 +162,22 @@ func (r *Recorder) Record(ctx context.Context, c *Conversation, from int, events
 		// Another call of the conversation came first (calls in parallel
 		// from one prefix): this one branches into a trace of its own.
 		c = &Conversation{dataset: c.dataset, owner: c.owner}
-		from = 0
+		own = append(append(make([]trace.Event, 0, len(prior)+len(own)), prior...), own...)
+		prior = nil
 	}
 	if c.head != "" {
 		if k := (convKey{c.dataset, c.head}); r.byHead[k] == c {
 			delete(r.byHead, k)
 		}
 	}
-	c.queued, c.head = len(events), head
+	c.queued, c.head = len(prior)+len(own), head
 	if head != "" {
 		r.register(c)
 	}
 	r.sending.Add(1)
 	r.mu.Unlock()
 	defer r.sending.Done()
-	cl := &call{conv: c, from: from, events: events, spans: spans, annotations: annotations, head: head}
+	cl := &call{conv: c, prior: prior, own: own, spans: spans, annotations: annotations, head: head}
 	select {
 	case r.queue <- cl:
 		return nil
@@ -296,29 +301,32 @@ func (g *group) step() store.ConversationStep {
 	c, first, last := g.conv, g.calls[0], g.calls[len(g.calls)-1]
 	// Each call's own events, not the last call's copy of them: a re-sent
 	// message has lost what the call that made it recorded (its span).
-	added := make([]trace.Event, 0, len(last.events)-first.from)
+	added := make([]trace.Event, 0, last.events()-len(first.prior))
 	var spans []trace.Span
 	var anns []store.Annotation
 	for _, cl := range g.calls {
-		added = append(added, cl.events[cl.from:]...)
+		added = append(added, cl.own...)
 		spans = append(spans, cl.spans...)
 		anns = append(anns, cl.annotations...)
 	}
 	step := store.ConversationStep{Head: last.head, Annotations: anns}
-	if c.traceID != "" && c.stored == first.from {
+	if c.traceID != "" && c.stored == len(first.prior) {
 		step.TraceID, step.ExpectEvents = c.traceID, c.stored
 		step.Events, step.Spans = added, spans
 		return step
 	}
-	all := append(append([]trace.Event(nil), first.events[:first.from]...), added...)
+	all := append(append(make([]trace.Event, 0, len(first.prior)+len(added)), first.prior...), added...)
 	step.Trace = &trace.Trace{Name: traceName(all), Metadata: []byte(`{"source":"gateway"}`), Events: all, Spans: spans}
 	return step
 }
 
 // done notes that the group's calls are in trace id.
 func (g *group) done(id string) {
-	g.conv.traceID, g.conv.stored = id, len(g.calls[len(g.calls)-1].events)
+	g.conv.traceID, g.conv.stored = id, g.calls[len(g.calls)-1].events()
 }
+
+// events is the number of the conversation's events after the call.
+func (cl *call) events() int { return len(cl.prior) + len(cl.own) }
 
 func (r *Recorder) changed(id string) {
 	if r.Changed != nil {

@@ -68,7 +68,7 @@ func TestRecorderConversations(t *testing.T) {
 				answer := trace.Event{Role: "assistant", Content: trace.TextContent(fmt.Sprintf("answer %d.%d", c, turn)), SpanID: span}
 				all := append(append([]trace.Event(nil), events...), answer)
 				head := ExtendHeads(heads[len(heads)-1], []trace.Event{answer})[0]
-				if err := rec.Record(ctx, conv, n, all, []trace.Span{{ID: span, Name: "call", Kind: "llm"}}, nil, head); err != nil {
+				if err := rec.Record(ctx, conv, all[:n], all[n:], []trace.Span{{ID: span, Name: "call", Kind: "llm"}}, nil, head); err != nil {
 					t.Error(err)
 					return
 				}
@@ -132,7 +132,7 @@ func TestRecorderLongConversation(t *testing.T) {
 	if err != nil || from != 0 {
 		t.Fatalf("a new conversation: %d events, %v", from, err)
 	}
-	if err := first.Record(ctx, conv, 0, events, nil, nil, heads[n-1]); err != nil {
+	if err := first.Record(ctx, conv, nil, events, nil, nil, heads[n-1]); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.Close(ctx); err != nil {
