@@ -1,5 +1,5 @@
 import { Component, type ComponentChildren } from 'preact';
-import type { HighlightIndex } from '../lib/highlight';
+import type { Highlight, HighlightIndex } from '../lib/highlight';
 import type { Annotation, Part, ToolCall, TraceEvent } from '../lib/types';
 import { safeHref, safeImageSrc } from '../lib/markdown';
 import { piece, Rich } from './Rich';
@@ -28,26 +28,55 @@ function prettyArgs(v: unknown): string {
   return JSON.stringify(v, null, 2) ?? '';
 }
 
+/** wholeMark is the class, hover text and ids of the highlights on a whole
+ * part of a card (a tool call, an argument object or value): analyzer
+ * violations on `messages.N.tool_calls.K` name no text range. The class
+ * starts with a blank, to follow the element's own. */
+function wholeMark(hs: Highlight[], current: string | null): { class: string; title?: string; 'data-hl'?: string } {
+  if (!hs.length) return { class: '' };
+  const kinds = [...new Set(hs.map((h) => h.kind))];
+  const cur = current !== null && hs.some((h) => h.id === current);
+  return {
+    class: ` hl ${kinds.map((k) => 'hl-' + k).join(' ')}${cur ? ' hl-current' : ''}`,
+    title: hs.map((h) => h.message).join('\n') || undefined,
+    'data-hl': hs.map((h) => h.id).join(' '),
+  };
+}
+
 /** ArgValue shows tool call arguments as an indented tree whose string
- * leaves carry highlights (addresses ...function.arguments.<key>). */
+ * leaves carry highlights (addresses ...function.arguments.<key>); a
+ * highlight on a whole value (an object, a number) marks that value. */
 function ArgValue(props: { v: unknown; path: string; hl: HighlightIndex; i: number; current: string | null; depth: number }): ComponentChildren {
   const { v, path, hl, i, current, depth } = props;
+  const m = wholeMark(hl.whole(i, path), current);
   if (typeof v === 'string') {
-    const whole = hl.whole(i, path);
-    const s = JSON.stringify(v);
-    void s;
     return (
-      <span class={`arg-str ${whole.length ? 'hl hl-' + whole[0].kind : ''}`} data-f={`messages.${i}.${path}`} title={whole.map((h) => h.message).join('\n') || undefined}>
+      <span {...m} class={`arg-str${m.class}`} data-f={`messages.${i}.${path}`}>
         "{piece(v, 0, v.length, { ranges: hl.ranges(i, path), current })}"
       </span>
     );
   }
-  if (v === null || typeof v !== 'object') return <span class="arg-lit tk-num">{JSON.stringify(v)}</span>;
-  if (depth > 8) return <span class="arg-lit">{JSON.stringify(v)}</span>;
+  if (v === null || typeof v !== 'object')
+    return (
+      <span {...m} class={`arg-lit tk-num${m.class}`}>
+        {JSON.stringify(v)}
+      </span>
+    );
+  if (depth > 8)
+    return (
+      <span {...m} class={`arg-lit${m.class}`}>
+        {JSON.stringify(v)}
+      </span>
+    );
   const entries = Array.isArray(v) ? v.map((x, k) => [String(k), x] as const) : Object.entries(v);
-  if (entries.length === 0) return <span class="arg-lit">{Array.isArray(v) ? '[]' : '{}'}</span>;
+  if (entries.length === 0)
+    return (
+      <span {...m} class={`arg-lit${m.class}`}>
+        {Array.isArray(v) ? '[]' : '{}'}
+      </span>
+    );
   return (
-    <div class="arg-obj">
+    <div {...m} class={`arg-obj${m.class}`}>
       {entries.map(([k, x]) => (
         <div class="arg-row">
           <span class="arg-key tk-key">{Array.isArray(v) ? `[${k}]` : k}</span>: <ArgValue v={x} path={`${path}.${k}`} hl={hl} i={i} current={current} depth={depth + 1} />
@@ -63,8 +92,12 @@ function Call(props: CardProps & { c: ToolCall; k: number }) {
   const out = c.id ? props.outputIndex.get(c.id) : undefined;
   const args = c.function?.arguments;
   const namePath = `tool_calls.${k}.function.name`;
+  // Highlights on the whole call (an analyzer's ToolCall match) or on its
+  // function object.
+  const whole = [...hl.whole(i, `tool_calls.${k}`), ...hl.whole(i, `tool_calls.${k}.function`)];
+  const m = wholeMark(whole, current);
   return (
-    <div class="tool-call" id={c.id ? `call-${c.id}` : undefined} data-call={c.id}>
+    <div {...m} class={`tool-call${m.class}`} id={c.id ? `call-${c.id}` : undefined} data-call={c.id}>
       <div class="tool-call-head">
         <span class="badge tool">tool call</span>{' '}
         <b class="tool-name" data-f={`messages.${i}.${namePath}`}>
@@ -76,13 +109,16 @@ function Call(props: CardProps & { c: ToolCall; k: number }) {
             output ↓ #{out}
           </a>
         )}
+        {whole.length > 0 && <span class={`call-flag flag-${whole[0].kind}`}>{whole[0].kind === 'analyzer' ? '⚠ ' : ''}{whole[0].message}</span>}
       </div>
       {args !== undefined && args !== null && (
         <div class="tool-args">
           {typeof args === 'object' ? (
             <ArgValue v={args} path={`tool_calls.${k}.function.arguments`} hl={hl} i={i} current={current} depth={0} />
           ) : (
-            <pre class="md-pre">{prettyArgs(args)}</pre>
+            <pre {...wholeMark(hl.whole(i, `tool_calls.${k}.function.arguments`), current)} class="md-pre">
+              {prettyArgs(args)}
+            </pre>
           )}
         </div>
       )}
