@@ -224,7 +224,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
           />
         </div>
         <aside class="dataset-side">
-          {side && <PolicyPanel datasetId={ds.id} canWrite={canWrite} onFlagged={(ids) => setFlagged(ids)} />}
+          {side && <PolicyPanel datasetId={ds.id} canWrite={canWrite} onFlagged={(ids) => setFlagged(ids)} onChecked={traces.refresh} />}
           {side && <EvalPanel datasetId={ds.id} canWrite={canWrite} onStatus={evalStatus.refresh} />}
         </aside>
       </div>
