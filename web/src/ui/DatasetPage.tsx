@@ -11,6 +11,7 @@ import { EvalPanel } from './EvalPanel';
 import { useDataset, useEvalStatus } from './hooks/useDataset';
 import { useDatasetSearch, type Hit } from './hooks/useDatasetSearch';
 import { useFindKey } from './hooks/useKeyboardNav';
+import { useMedia } from './hooks/useMedia';
 import { useAfterPaint, useListPaintMark } from './hooks/usePaintMarks';
 import { snippetOf, useTraceList } from './hooks/useTraceList';
 import { PolicyPanel } from './PolicyPanel';
@@ -29,6 +30,8 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   const [copied, setCopied] = useState('');
   const list = useRef<VirtualHandle | null>(null);
   const searchBox = useRef<HTMLInputElement>(null);
+  // A narrow window drops the Name column and lets the others shrink.
+  const narrow = useMedia('(max-width: 699px)');
 
   const { ds, setDs, cols, toggleColumn } = useDataset(props.owner, props.name, { onError: setErr, onOpen: (d, first) => traces.seed(d.trace_count, first) });
   // Evaluation status per trace and criterion, polled while a run goes on.
@@ -55,7 +58,9 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   if (err && !ds) return <p class="error">{err}</p>;
   if (!ds) return <p class="muted">Loading…</p>;
   const canWrite = props.me?.user?.name === ds.owner;
-  const grid = `70px minmax(120px,1fr) minmax(200px,2.5fr) 70px 60px 60px 70px ${cols.map(() => 'minmax(80px,1fr)').join(' ')}`;
+  const grid = narrow
+    ? `40px minmax(0,2.5fr) 44px 36px 36px 52px ${cols.map(() => 'minmax(0,1fr)').join(' ')}`
+    : `70px minmax(120px,1fr) minmax(200px,2.5fr) 70px 60px 60px 70px ${cols.map(() => 'minmax(80px,1fr)').join(' ')}`;
   const row = (i: number): ComponentChildren => {
     const h = traces.row(i);
     if (!h) return <div class="trow placeholder" style={{ gridTemplateColumns: grid }}>…</div>;
@@ -67,7 +72,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
     return (
       <a class="trow" href={`/traces/${encodeURIComponent(t.id)}`} data-trace={t.id} style={{ gridTemplateColumns: grid }} onClick={(e) => (e.preventDefault(), open(h))}>
         <span class="num">{t.index}</span>
-        <span class="ell">{t.name ?? ''}</span>
+        {!narrow && <span class="ell">{t.name ?? ''}</span>}
         <span class="ell first-user">
           {sn ? (
             <>
@@ -198,7 +203,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
           </div>
           <div class="thead" style={{ gridTemplateColumns: grid }}>
             <span class="num">#</span>
-            <span>Name</span>
+            {!narrow && <span>Name</span>}
             <span>{results && query.words.length ? 'Match' : 'First user message'}</span>
             <span class="num">Events</span>
             <span class="num" title="annotations">

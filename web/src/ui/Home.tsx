@@ -40,9 +40,11 @@ export function Home(props: { me: Me | null }) {
                   <td>
                     <a href={datasetPath(d.owner, d.name)}>{d.name}</a> {d.public && <span class="badge">public</span>}
                   </td>
-                  <td>{d.owner}</td>
-                  <td class="num">{fmtInt(d.trace_count)}</td>
-                  <td>{fmtTime(d.last_pushed)}</td>
+                  <td data-label="owner">{d.owner}</td>
+                  <td class="num" data-label="traces">
+                    {fmtInt(d.trace_count)}
+                  </td>
+                  <td data-label="last pushed">{fmtTime(d.last_pushed)}</td>
                   <td class="meta-cell">
                     {scalarEntries(d.metadata)
                       .slice(0, 4)
