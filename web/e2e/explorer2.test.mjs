@@ -298,7 +298,6 @@ describe('explorer, second round', () => {
       assert.ok(m.mark[0] >= m.cell[0] - 0.5 && m.mark[1] <= m.cell[1] + 0.5, `hit at ${m.mark} outside its cell ${m.cell}`);
     }
     await shot(page, 'r2-snippets');
-    await page.click('button:has-text("Columns")');
     for (const k of ['task_id', 'reward', 'trial', 'info']) await page.locator(`.cols label:has-text("${k}") input`).uncheck();
   });
 

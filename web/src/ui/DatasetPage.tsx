@@ -19,6 +19,9 @@ import { VirtualList, type VirtualHandle } from './VirtualList';
 
 const ROW = 34;
 
+/** oneLine turns runs of blanks and line breaks into one space. */
+const oneLine = (s: string) => s.replace(/\s+/g, ' ');
+
 export function DatasetPage(props: { owner: string; name: string; search: string; me: Me | null; backend?: SearchBackend }) {
   const backend = props.backend ?? serverSearch;
   const [err, setErr] = useState('');
@@ -73,19 +76,20 @@ export function DatasetPage(props: { owner: string; name: string; search: string
       <a class="trow" href={`/traces/${encodeURIComponent(t.id)}`} data-trace={t.id} style={{ gridTemplateColumns: grid }} onClick={(e) => (e.preventDefault(), open(h))}>
         <span class="num">{t.index}</span>
         {!narrow && <span class="ell">{t.name ?? ''}</span>}
-        <span class="ell first-user">
-          {sn ? (
-            <>
-              …{sn.before}
-              <mark class="hl hl-search">{sn.match}</mark>
-              {sn.after}
-            </>
-          ) : d ? (
-            d.firstUser
-          ) : (
-            ''
-          )}
-        </span>
+        {sn ? (
+          // The text before the hit gives way first, cut on its left, so
+          // the hit stays in view however narrow the column.
+          <span class="first-user snip">
+            <span class="snip-before">
+              {/* a no-break space: a plain one at the end would move to the left in the right-to-left box */}
+              <span>…{oneLine(sn.before).replace(/ $/, '\u00a0')}</span>
+            </span>
+            <mark class="hl hl-search">{oneLine(sn.match)}</mark>
+            <span class="snip-after">{oneLine(sn.after)}</span>
+          </span>
+        ) : (
+          <span class="ell first-user">{d ? d.firstUser : ''}</span>
+        )}
         <span class="num">{t.event_count}</span>
         <span class="num" title="annotations">
           {t.annotation_count || ''}
