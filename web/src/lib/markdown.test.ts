@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseBlocks, type Block } from './markdown';
+import { invariantImage, parseBlocks, type Block } from './markdown';
 
 /** shape is a block tree without offsets: kinds, list starts and item
  * contents, paragraphs as their text. */
@@ -48,5 +48,17 @@ describe('markdown lists', () => {
       bs = bs[0].items[bs[0].items.length - 1];
     }
     expect(depth).toBeLessThanOrEqual(8);
+  });
+});
+
+describe('Invariant images', () => {
+  it('reads local_base64_img content as a raster data URL, and nothing else', () => {
+    expect(invariantImage('local_base64_img: iVBORw0KGgoAAAA\nNSUhEUg==')).toBe('data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==');
+    expect(invariantImage('local_base64_img: /9j/4AAQ')).toBe('data:image/jpeg;base64,/9j/4AAQ');
+    expect(invariantImage('local_base64_img: data:image/gif;base64,R0lGODlh')).toBe('data:image/gif;base64,R0lGODlh');
+    expect(invariantImage('local_base64_img: data:image/svg+xml;base64,PHN2Zy8+')).toBeNull();
+    expect(invariantImage('local_base64_img: "><img src=x onerror=alert(1)>')).toBeNull();
+    expect(invariantImage('local_base64_img: PHN2Zz4=')).toBeNull(); // not a raster image's bytes
+    expect(invariantImage('an image: iVBORw0KGgo')).toBeNull();
   });
 });

@@ -39,6 +39,21 @@ export function safeImageSrc(raw: string): string | null {
   return /^data:image\/(png|jpe?g|gif|webp|bmp|avif);base64,[A-Za-z0-9+/=\s]*$/i.test(u) ? u.replace(/\s+/g, '') : null;
 }
 
+/** invariantImage reads Invariant's image content, "local_base64_img: "
+ * then the base64 of a PNG, JPEG, GIF or WebP file (or a data URL), as a
+ * data URL of that image; null for anything else. */
+export function invariantImage(content: string): string | null {
+  const m = /^local_base64_img:\s*/.exec(content);
+  if (!m) return null;
+  const rest = content.slice(m[0].length).trim();
+  if (rest.startsWith('data:')) return safeImageSrc(rest);
+  if (!/^[A-Za-z0-9+/=\s]+$/.test(rest)) return null;
+  const b = rest.replace(/\s+/g, '');
+  // The type from the file's first bytes, as base64.
+  const type = b.startsWith('iVBORw0KGgo') ? 'png' : b.startsWith('/9j/') ? 'jpeg' : b.startsWith('R0lGOD') ? 'gif' : /^UklGR.{6}XRUJQ/.test(b) ? 'webp' : null;
+  return type ? `data:image/${type};base64,${b}` : null;
+}
+
 const punct = /[!-/:-@[-`{-~]/;
 
 function findClose(src: string, from: number, e: number, open: string, close: string): number {

@@ -54,3 +54,13 @@ describe('tool calls', () => {
     expect(out).toContain('<span class="arg-lit tk-num hl hl-analyzer" title="refund" data-hl="h2">true</span>');
   });
 });
+
+describe('images', () => {
+  it("shows Invariant's local_base64_img content as the image, with its boxes", () => {
+    const e = { role: 'tool', content: 'local_base64_img: iVBORw0KGgoAAAANSUhEUg==' };
+    const out = card(e, [{ address: 'messages.0.content:bbox-0.1,0.2,0.5,0.6', message: 'box' }]);
+    expect(out).toContain('<div class="img-part" data-f="messages.0.content"><img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUg=="');
+    expect(out).toContain('class="bbox hl-analyzer" title="box" style="left:10%;top:20%;width:40%;height:40%;"');
+    expect(out).not.toContain('iVBORw0KGgoAAAANSUhEUg==</');
+  });
+});

@@ -1,7 +1,7 @@
 import { Component, type ComponentChildren } from 'preact';
 import type { Highlight, HighlightIndex } from '../lib/highlight';
 import type { Annotation, Part, ToolCall, TraceEvent } from '../lib/types';
-import { safeHref, safeImageSrc } from '../lib/markdown';
+import { invariantImage, safeHref, safeImageSrc } from '../lib/markdown';
 import { piece, Rich } from './Rich';
 
 export interface CardProps {
@@ -131,6 +131,29 @@ function imageURL(p: Part): string | null {
   return typeof u === 'string' ? u : null;
 }
 
+/** ImageBoxes is an image of an event with the boxes addressed to it
+ * (messages.N.content[.K]:bbox-x1,y1,x2,y2, in pixels or fractions). */
+function ImageBoxes(props: { src: string; i: number; k: number; field: string; hl: HighlightIndex }) {
+  const { src, i, k, field, hl } = props;
+  const boxes = hl.event(i).filter((h) => h.field === field && h.addr.sel?.kind === 'bbox');
+  return (
+    <div class="img-part" data-f={`messages.${i}.${field}`}>
+      <img src={src} alt={`image ${k}`} loading="lazy" />
+      {boxes.map((b) => {
+        const s = b.addr.sel as { x1: number; y1: number; x2: number; y2: number };
+        const frac = s.x2 <= 1 && s.y2 <= 1;
+        return (
+          <span
+            class={`bbox hl-${b.kind}`}
+            title={b.message}
+            style={frac ? { left: `${s.x1 * 100}%`, top: `${s.y1 * 100}%`, width: `${(s.x2 - s.x1) * 100}%`, height: `${(s.y2 - s.y1) * 100}%` } : { left: `${s.x1}px`, top: `${s.y1}px`, width: `${s.x2 - s.x1}px`, height: `${s.y2 - s.y1}px` }}
+          />
+        );
+      })}
+    </div>
+  );
+}
+
 function Parts(props: CardProps & { parts: Part[] }) {
   const { parts, i, hl, current, raw } = props;
   return (
@@ -143,24 +166,7 @@ function Parts(props: CardProps & { parts: Part[] }) {
         const u = p ? imageURL(p) : null;
         if (u) {
           const src = safeImageSrc(u);
-          const boxes = hl.event(i).filter((h) => h.field === `content.${k}` && h.addr.sel?.kind === 'bbox');
-          if (src)
-            return (
-              <div class="img-part" data-f={`messages.${i}.content.${k}`}>
-                <img src={src} alt={`image ${k}`} loading="lazy" />
-                {boxes.map((b) => {
-                  const s = b.addr.sel as { x1: number; y1: number; x2: number; y2: number };
-                  const frac = s.x2 <= 1 && s.y2 <= 1;
-                  return (
-                    <span
-                      class={`bbox hl-${b.kind}`}
-                      title={b.message}
-                      style={frac ? { left: `${s.x1 * 100}%`, top: `${s.y1 * 100}%`, width: `${(s.x2 - s.x1) * 100}%`, height: `${(s.y2 - s.y1) * 100}%` } : { left: `${s.x1}px`, top: `${s.y1}px`, width: `${s.x2 - s.x1}px`, height: `${s.y2 - s.y1}px` }}
-                    />
-                  );
-                })}
-              </div>
-            );
+          if (src) return <ImageBoxes src={src} i={i} k={k} field={`content.${k}`} hl={hl} />;
           const href = safeHref(u);
           return href ? (
             <a class="md-remote-img" href={href} target="_blank" rel="noopener noreferrer nofollow">
@@ -209,6 +215,8 @@ function EventCardView(props: CardProps) {
   const down = notes.filter((a) => (a.extra as any)?.rating === -1).length;
   const comments = notes.filter((a) => a.address === `messages.${i}` && (a.extra as any)?.rating === undefined);
   const content = e.content;
+  // Invariant's image content shows as the image, its text in the Lines view.
+  const img = typeof content === 'string' && !raw ? invariantImage(content) : null;
   return (
     <article
       class={`card role-${roleClass} ${props.focused ? 'focused' : ''} ${whole.length ? 'card-hl card-hl-' + whole[0].kind : ''}`}
@@ -247,7 +255,8 @@ function EventCardView(props: CardProps) {
         </button>
       </header>
       <div class="card-body" data-event={i}>
-        {typeof content === 'string' && content !== '' && (
+        {img && <ImageBoxes src={img} i={i} k={0} field="content" hl={hl} />}
+        {typeof content === 'string' && content !== '' && !img && (
           <Rich src={content} field={`messages.${i}.content`} ctx={{ ranges: hl.ranges(i, 'content'), current }} mode={raw ? 'raw' : 'markdown'} open={props.focused && raw} />
         )}
         {Array.isArray(content) && <Parts {...props} parts={content} />}
