@@ -444,6 +444,7 @@ describe('explorer, signed out', () => {
     await p.fill('.login input[placeholder="user"]', alice.name);
     await p.fill('.login input[type="password"]', alice.password);
     await p.click('.login button[type="submit"]');
+    await p.locator('.top .account:has-text("alice")').waitFor();
     await p.goto(`${auth.base}/traces/${id}`);
     await p.locator('.card[data-event="1"] button.comment-event').waitFor();
     assert.ok((await p.locator('.card button.rate').count()) > 0);

@@ -6,7 +6,7 @@ import { navigate } from '../lib/router';
 import type { SearchBackend } from '../lib/search';
 import { serverSearch } from '../lib/serversearch';
 import type { Me } from '../lib/types';
-import { copyText, fmtInt, fmtTime, scalar } from './common';
+import { copyText, fmtInt, fmtTime, NotFound, scalar } from './common';
 import { EvalPanel } from './EvalPanel';
 import { useDataset, useEvalStatus } from './hooks/useDataset';
 import { useDatasetSearch, type Hit } from './hooks/useDatasetSearch';
@@ -25,6 +25,7 @@ const oneLine = (s: string) => s.replace(/\s+/g, ' ');
 export function DatasetPage(props: { owner: string; name: string; search: string; me: Me | null; backend?: SearchBackend }) {
   const backend = props.backend ?? serverSearch;
   const [err, setErr] = useState('');
+  const [missing, setMissing] = useState(false);
   const initialQ = new URLSearchParams(props.search).get('q') ?? '';
   const [q, setQ] = useState(initialQ);
   const [active, setActive] = useState(initialQ); // the query shown
@@ -36,7 +37,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   // A narrow window drops the Name column and lets the others shrink.
   const narrow = useMedia('(max-width: 699px)');
 
-  const { ds, setDs, cols, toggleColumn } = useDataset(props.owner, props.name, { onError: setErr, onOpen: (d, first) => traces.seed(d.trace_count, first) });
+  const { ds, setDs, cols, toggleColumn } = useDataset(props.owner, props.name, { onError: setErr, onMissing: () => setMissing(true), onOpen: (d, first) => traces.seed(d.trace_count, first) });
   // Evaluation status per trace and criterion, polled while a run goes on.
   const evalStatus = useEvalStatus(ds?.id);
   const { query, results, scan, queryError } = useDatasetSearch(ds, active, backend, setErr);
@@ -58,7 +59,20 @@ export function DatasetPage(props: { owner: string; name: string; search: string
     navigate(tracePath(h.summary.id, query.words.length ? active : ''));
   };
 
-  if (err && !ds) return <p class="error">{err}</p>;
+  if (missing)
+    return (
+      <NotFound title="Dataset not found" me={props.me}>
+        <p>
+          There is no dataset <code>{props.owner}/{props.name}</code>, or it is private and not yours to read.
+        </p>
+      </NotFound>
+    );
+  if (err && !ds)
+    return (
+      <NotFound title="The dataset could not be loaded" me={props.me}>
+        <p class="error">{err}</p>
+      </NotFound>
+    );
   if (!ds) return <p class="muted">Loading…</p>;
   const canWrite = props.me?.user?.name === ds.owner;
   const grid = narrow

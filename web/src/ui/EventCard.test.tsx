@@ -4,7 +4,7 @@ import { HighlightIndex, resolveHighlights } from '../lib/highlight';
 import type { TraceEvent } from '../lib/types';
 import { EventCard } from './EventCard';
 
-const card = (e: TraceEvent, marks: { address: string; message: string }[] = [], current: string | null = null) => {
+const card = (e: TraceEvent, marks: { address: string; message: string }[] = [], current: string | null = null, canWrite = true) => {
   const t = { id: 't', events: [e] };
   const hl = new HighlightIndex(resolveHighlights(t, marks.map((m, k) => ({ id: 'h' + k, kind: 'analyzer' as const, ...m }))));
   return render(
@@ -19,6 +19,7 @@ const card = (e: TraceEvent, marks: { address: string; message: string }[] = [],
       outputIndex={new Map()}
       notes={[]}
       me="me"
+      canWrite={canWrite}
       onJump={() => {}}
       onToggleRaw={() => {}}
       onComment={() => {}}
@@ -62,5 +63,15 @@ describe('images', () => {
     expect(out).toContain('<div class="img-part" data-f="messages.0.content"><img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUg=="');
     expect(out).toContain('class="bbox hl-analyzer" title="box" style="left:10%;top:20%;width:40%;height:40%;"');
     expect(out).not.toContain('iVBORw0KGgoAAAANSUhEUg==</');
+  });
+});
+
+describe('read-only', () => {
+  it('has no comment or rating controls for a reader who may not write', () => {
+    const e = { role: 'user', content: 'hello' };
+    expect(card(e)).toContain('class="small comment-event"');
+    const ro = card(e, [], null, false);
+    expect(ro).not.toMatch(/comment-event|class="small rate/);
+    expect(ro).toContain('toggle-raw');
   });
 });

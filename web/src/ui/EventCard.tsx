@@ -15,6 +15,7 @@ export interface CardProps {
   outputIndex: Map<string, number>; // tool call id → event of its output
   notes: Annotation[]; // annotations on this event
   me: string | null;
+  canWrite: boolean; // may annotate and rate (the dataset's owner)
   onJump: (event: number, address?: string) => void;
   onToggleRaw: (i: number) => void;
   onComment: (address: string) => void;
@@ -241,15 +242,26 @@ function EventCardView(props: CardProps) {
         )}
         {e.tool_call_id && !callAt && <span class="muted small">output of {e.tool_call_id}</span>}
         <span class="spacer" />
-        <button type="button" class={`small rate ${up ? 'on' : ''}`} title="thumbs up" aria-label="thumbs up" onClick={() => props.onRate(i, 1)}>
-          ▲{up ? ' ' + up : ''}
-        </button>
-        <button type="button" class={`small rate ${down ? 'on' : ''}`} title="thumbs down" aria-label="thumbs down" onClick={() => props.onRate(i, -1)}>
-          ▼{down ? ' ' + down : ''}
-        </button>
-        <button type="button" class="small comment-event" onClick={() => props.onComment(`messages.${i}`)}>
-          Comment
-        </button>
+        {props.canWrite ? (
+          <>
+            <button type="button" class={`small rate ${up ? 'on' : ''}`} title="thumbs up" aria-label="thumbs up" onClick={() => props.onRate(i, 1)}>
+              ▲{up ? ' ' + up : ''}
+            </button>
+            <button type="button" class={`small rate ${down ? 'on' : ''}`} title="thumbs down" aria-label="thumbs down" onClick={() => props.onRate(i, -1)}>
+              ▼{down ? ' ' + down : ''}
+            </button>
+            <button type="button" class="small comment-event" onClick={() => props.onComment(`messages.${i}`)}>
+              Comment
+            </button>
+          </>
+        ) : (
+          // Read-only: the ratings others gave, no controls.
+          (up > 0 || down > 0) && (
+            <span class="muted small ratings">
+              {up ? `▲ ${up}` : ''} {down ? `▼ ${down}` : ''}
+            </span>
+          )
+        )}
         <button type="button" class="small toggle-raw" title="raw text with line numbers (click a number to comment on the line)" onClick={() => props.onToggleRaw(i)}>
           {raw ? 'Rendered' : 'Lines'}
         </button>
