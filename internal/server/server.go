@@ -86,6 +86,7 @@ type Server struct {
 	gw         *gatewayState
 	mcpOnce    sync.Once
 	mcp        *mcp.HTTPProxy // the MCP proxy (gateway_mcp.go), made on first use
+	ui         *uiFiles       // the explorer (ui.go)
 
 	builder     *spanBuilder // builds traces whose spans were accepted (spans.go)
 	monitor     *monitor     // the search index's backlog (backlog.go)
@@ -338,6 +339,10 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	if probe.Code == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", probe.Header().Get("Allow"))
 		s.writeError(w, r, errorf(http.StatusMethodNotAllowed, codeMethod, "method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, probe.Header().Get("Allow")))
+		return
+	}
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && !apiPath(r.URL.Path) && s.ui != nil && s.ui.index != nil {
+		s.ui.page(w, r, http.StatusNotFound, nil) // the explorer's own not-found page
 		return
 	}
 	s.writeError(w, r, errorf(http.StatusNotFound, codeNotFound, "no API endpoint %s %s", r.Method, r.URL.Path))

@@ -31,16 +31,19 @@ var uiPages = []string{
 	"GET /traces/{id}",
 }
 
-// uiRoutes serves the embedded explorer (web/dist) beside the API.
+// uiRoutes serves the embedded explorer (web/dist) beside the API. Other
+// GET paths outside the API answer its page with 404 (noRoute), for the
+// explorer's own not-found page.
 func (s *Server) uiRoutes() {
 	ui := newUI(web.Dist())
+	s.ui = ui
 	for _, p := range uiPages {
 		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			pre, boot := s.preloads(r)
 			for _, l := range pre {
 				w.Header().Add("Link", "<"+l+">; rel=preload; as=fetch; crossorigin")
 			}
-			ui.page(w, r, s.bootData(r, boot))
+			ui.page(w, r, http.StatusOK, s.bootData(r, boot))
 		})
 	}
 	s.mux.Handle("GET /assets/{file...}", http.HandlerFunc(ui.asset))
@@ -153,10 +156,16 @@ func newUI(files fs.FS) *uiFiles {
 // bootMarker is where page puts the boot data: before </body>.
 var bootMarker = []byte("</body>")
 
-// page answers index.html, with boot data (JSON) in a data block the UI
-// reads at start (web/src/lib/api.ts): not a script, so the CSP is
-// untouched.
-func (u *uiFiles) page(w http.ResponseWriter, r *http.Request, boot []byte) {
+// apiPath tells paths that are the API's (JSON errors): /api/... and the
+// OpenTelemetry receiver's /v1/....
+func apiPath(p string) bool {
+	return p == "/api" || p == "/v1" || strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/v1/")
+}
+
+// page answers index.html with status, with boot data (JSON) in a data
+// block the UI reads at start (web/src/lib/api.ts): not a script, so the
+// CSP is untouched.
+func (u *uiFiles) page(w http.ResponseWriter, r *http.Request, status int, boot []byte) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", uiCSP)
 	if u.index == nil {
@@ -177,7 +186,7 @@ func (u *uiFiles) page(w http.ResponseWriter, r *http.Request, boot []byte) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		w.Write(body)
 	}

@@ -132,6 +132,39 @@ func TestUIKeepsAPIErrors(t *testing.T) {
 	}
 }
 
+// TestUINotFound: a GET of a path that is neither a page, a file nor the
+// API's answers the explorer with 404, under the same CSP, and the
+// explorer shows its not-found page; the API's paths and other methods
+// keep their JSON errors.
+func TestUINotFound(t *testing.T) {
+	s := uiServer()
+	index, _ := fs.ReadFile(web.Dist(), "index.html")
+	for _, p := range []string{"/no/such/page", "/datasets/alice", "/traces/a/b", "/index.html"} {
+		rec := get(t, s, "GET", p)
+		if rec.Code != 404 || rec.Body.String() != string(index) {
+			t.Fatalf("GET %s: %d %.200s", p, rec.Code, rec.Body)
+		}
+		if ct := rec.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
+			t.Errorf("GET %s: Content-Type %q", p, ct)
+		}
+		if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "require-trusted-types-for 'script'") {
+			t.Errorf("GET %s: CSP %q", p, csp)
+		}
+	}
+	if rec := get(t, s, "HEAD", "/no/such/page"); rec.Code != 404 || rec.Body.Len() != 0 {
+		t.Errorf("HEAD /no/such/page: %d with %d bytes", rec.Code, rec.Body.Len())
+	}
+	for _, c := range []struct{ method, path string }{{"GET", "/api/v1/nothing"}, {"GET", "/api"}, {"GET", "/v1/metrics"}, {"POST", "/no/such/page"}} {
+		rec := get(t, s, c.method, c.path)
+		if rec.Code != 404 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+			t.Errorf("%s %s: %d %q, want a JSON 404", c.method, c.path, rec.Code, rec.Header().Get("Content-Type"))
+		}
+	}
+	if rec := get(t, s, "GET", "/assets/nope.js"); rec.Code != 404 || strings.Contains(rec.Body.String(), "<html") {
+		t.Errorf("GET /assets/nope.js: %d %.100s, want a plain 404", rec.Code, rec.Body)
+	}
+}
+
 // TestUIPreloads: a trace page names its first events as a Link preload,
 // with exactly the URL the UI requests; a dataset page carries the answers
 // it asks for first in the page instead (boot data), identical to what the

@@ -38,11 +38,19 @@ function freePort() {
   });
 }
 
-/** startServer runs `lookout serve` and resolves once it answers. */
-export async function startServer() {
+/** startServer runs `lookout serve` and resolves once it answers. With
+ * opts.user ({name, password}) the database gets that user first, so the
+ * server is not in local mode: anonymous requests only read public datasets,
+ * and `key` is an API key of the user's. */
+export async function startServer(opts = {}) {
   const bin = lookoutBinary();
   const dir = mkdtempSync(join(tmpdir(), 'lookout-e2e-'));
   const db = join(dir, 'lookout.db');
+  let key = '';
+  if (opts.user) {
+    execFileSync(bin, ['user', 'create', '--db', db, opts.user.name], { input: opts.user.password + '\n', stdio: ['pipe', 'ignore', 'inherit'] });
+    key = execFileSync(bin, ['key', 'create', '--db', db, '--user', opts.user.name], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+  }
   const port = await freePort();
   const addr = `127.0.0.1:${port}`;
   const proc = spawn(bin, ['serve', '--db', db, '--addr', addr, '--quiet'], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -63,6 +71,7 @@ export async function startServer() {
   return {
     base,
     db,
+    key,
     stderr: () => stderr,
     async stop() {
       proc.kill('SIGTERM');
@@ -107,9 +116,9 @@ export async function createDataset(base, name) {
   return api(base, 'POST', '/datasets', { name });
 }
 
-export async function uploadFile(base, datasetId, file, mode = 'all-or-nothing') {
+export async function uploadFile(base, datasetId, file, mode = 'all-or-nothing', headers = {}) {
   const body = readFileSync(file);
-  return api(base, 'POST', `/datasets/${datasetId}/upload?filename=${encodeURIComponent(file.split('/').pop())}&mode=${mode}`, body, { 'Content-Type': 'application/octet-stream' });
+  return api(base, 'POST', `/datasets/${datasetId}/upload?filename=${encodeURIComponent(file.split('/').pop())}&mode=${mode}`, body, { 'Content-Type': 'application/octet-stream', ...headers });
 }
 
 export async function shot(page, name) {

@@ -78,7 +78,12 @@ const headURL = (id: string) => `/traces/${enc(id)}/events?limit=${FIRST_EVENTS}
 /** prefetchTrace asks for a trace page's first events as the script runs.
  * The whole trace waits for them to be on screen (TracePage). */
 export function prefetchTrace(id: string) {
-  if (!prefetchedHeads.has(id)) prefetchedHeads.set(id, request<EventsPage>('GET', headURL(id)));
+  if (prefetchedHeads.has(id)) return;
+  const p = request<EventsPage>('GET', headURL(id));
+  // The page takes the answer later: a failure (an unknown trace's 404)
+  // that comes first must not count as unhandled.
+  p.catch(() => {});
+  prefetchedHeads.set(id, p);
 }
 
 function takeHead(id: string): Promise<EventsPage> {
@@ -111,7 +116,10 @@ function openDataset(owner: string, name: string): Promise<OpenedDataset> {
  * runs (the server also names them as preloads of the page). */
 export function prefetchDataset(owner: string, name: string) {
   const k = owner + '/' + name;
-  if (!prefetchedDatasets.has(k)) prefetchedDatasets.set(k, openDataset(owner, name));
+  if (prefetchedDatasets.has(k)) return;
+  const p = openDataset(owner, name);
+  p.catch(() => {}); // as in prefetchTrace
+  prefetchedDatasets.set(k, p);
 }
 
 function takeDataset(owner: string, name: string): Promise<OpenedDataset> {

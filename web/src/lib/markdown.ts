@@ -16,7 +16,7 @@ export type Block =
   | { t: 'h'; level: number; c: Inline[] }
   | { t: 'code'; lang: string; s: number; e: number }
   | { t: 'quote'; lines: Inline[][] }
-  | { t: 'list'; ordered: boolean; items: { depth: number; lines: Inline[][] }[] }
+  | { t: 'list'; ordered: boolean; start: number; items: Block[][] }
   | { t: 'hr' };
 
 /** safeHref returns an absolute http, https or mailto URL, or null. */
@@ -37,6 +37,21 @@ export function safeHref(raw: string): string | null {
 export function safeImageSrc(raw: string): string | null {
   const u = raw.trim();
   return /^data:image\/(png|jpe?g|gif|webp|bmp|avif);base64,[A-Za-z0-9+/=\s]*$/i.test(u) ? u.replace(/\s+/g, '') : null;
+}
+
+/** invariantImage reads Invariant's image content, "local_base64_img: "
+ * then the base64 of a PNG, JPEG, GIF or WebP file (or a data URL), as a
+ * data URL of that image; null for anything else. */
+export function invariantImage(content: string): string | null {
+  const m = /^local_base64_img:\s*/.exec(content);
+  if (!m) return null;
+  const rest = content.slice(m[0].length).trim();
+  if (rest.startsWith('data:')) return safeImageSrc(rest);
+  if (!/^[A-Za-z0-9+/=\s]+$/.test(rest)) return null;
+  const b = rest.replace(/\s+/g, '');
+  // The type from the file's first bytes, as base64.
+  const type = b.startsWith('iVBORw0KGgo') ? 'png' : b.startsWith('/9j/') ? 'jpeg' : b.startsWith('R0lGOD') ? 'gif' : /^UklGR.{6}XRUJQ/.test(b) ? 'webp' : null;
+  return type ? `data:image/${type};base64,${b}` : null;
 }
 
 const punct = /[!-/:-@[-`{-~]/;
@@ -169,7 +184,7 @@ export function parseInline(src: string, s: number, e: number, depth = 0): Inlin
 interface Line {
   s: number;
   e: number;
-  text: string;
+  text: string; // src[s, e) without a trailing \r
 }
 
 function splitLines(src: string, end: number): Line[] {
@@ -193,9 +208,37 @@ const reHr = /^ {0,3}([-*_])( *\1){2,} *$/;
 const reQuote = /^ {0,3}> ?/;
 const reItem = /^(\s*)([-*+]|\d{1,9}[.)])[ \t]+/;
 
+/** Lists nest at most this deep; deeper items are plain paragraphs (hostile
+ * content must not recurse without end). */
+const maxListDepth = 8;
+
+/** width is the columns of a run of blanks (a tab counts 4). */
+function width(ws: string): number {
+  let w = 0;
+  for (const c of ws) w += c === '\t' ? 4 : 1;
+  return w;
+}
+
+const indentOf = (l: Line) => width(l.text.match(/^\s*/)![0]);
+
+/** dedent drops up to n columns of leading blanks from a line, keeping its
+ * offsets in the source. */
+function dedent(l: Line, n: number): Line {
+  let k = 0;
+  let w = 0;
+  while (k < l.text.length && w < n && (l.text[k] === ' ' || l.text[k] === '\t')) {
+    w += l.text[k] === '\t' ? 4 : 1;
+    k++;
+  }
+  return { s: l.s + k, e: l.e, text: l.text.slice(k) };
+}
+
 /** parseBlocks parses src[0, end) into blocks. */
 export function parseBlocks(src: string, end = src.length): Block[] {
-  const lines = splitLines(src, end);
+  return parseLines(src, splitLines(src, end), 0);
+}
+
+function parseLines(src: string, lines: Line[], depth: number): Block[] {
   const out: Block[] = [];
   let i = 0;
   const startsBlock = (l: Line) => reFence.test(l.text) || reHeading.test(l.text) || reHr.test(l.text) || reQuote.test(l.text) || reItem.test(l.text);
@@ -240,22 +283,8 @@ export function parseBlocks(src: string, end = src.length): Block[] {
       out.push({ t: 'quote', lines: q });
       continue;
     }
-    if ((m = l.text.match(reItem))) {
-      const ordered = /\d/.test(m[2]);
-      const items: { depth: number; lines: Inline[][] }[] = [];
-      while (i < lines.length) {
-        const x = lines[i];
-        const mm = x.text.match(reItem);
-        if (mm && /\d/.test(mm[2]) === ordered) {
-          items.push({ depth: Math.min(6, Math.floor(mm[1].replace(/\t/g, '    ').length / 2)), lines: [parseInline(src, x.s + mm[0].length, x.e)] });
-          i++;
-        } else if (!mm && x.text.trim() !== '' && /^\s/.test(x.text) && items.length) {
-          const lead = x.text.match(/^\s*/)![0].length;
-          items[items.length - 1].lines.push(parseInline(src, x.s + lead, x.e));
-          i++;
-        } else break;
-      }
-      out.push({ t: 'list', ordered, items });
+    if ((m = l.text.match(reItem)) && depth < maxListDepth) {
+      i = parseList(src, lines, i, depth, out);
       continue;
     }
     const p: Inline[][] = [];
@@ -266,6 +295,48 @@ export function parseBlocks(src: string, end = src.length): Block[] {
     out.push({ t: 'p', lines: p });
   }
   return out;
+}
+
+/** parseList reads the list that starts at lines[i] into out and returns
+ * the line after it. Items of one kind (numbered or not) at the list's
+ * level belong to it even with blank lines between them (a loose list);
+ * lines indented past an item's marker are its content, nested lists
+ * included; the first number is the list's start. */
+function parseList(src: string, lines: Line[], i: number, depth: number, out: Block[]): number {
+  const first = lines[i].text.match(reItem)!;
+  const ordered = /\d/.test(first[2]);
+  const base = width(first[1]);
+  const items: Line[][] = [];
+  let content = 0; // the current item's content column
+  const sibling = (l: Line) => {
+    const mm = l.text.match(reItem);
+    return mm && width(mm[1]) < content && /\d/.test(mm[2]) === ordered ? mm : null;
+  };
+  while (i < lines.length) {
+    const x = lines[i];
+    const mm = items.length === 0 ? first : sibling(x);
+    if (mm) {
+      content = width(mm[0]);
+      items.push([{ s: x.s + mm[0].length, e: x.e, text: x.text.slice(mm[0].length) }]);
+      i++;
+      continue;
+    }
+    if (x.text.trim() === '') {
+      // Blank lines stay in the list when what follows them does.
+      let k = i;
+      while (k < lines.length && lines[k].text.trim() === '') k++;
+      if (k === lines.length || !(sibling(lines[k]) || indentOf(lines[k]) > base)) break;
+      if (!sibling(lines[k])) items[items.length - 1].push(...lines.slice(i, k));
+      i = k;
+      continue;
+    }
+    // An indented line is the item's content; anything else ends the list.
+    if (indentOf(x) <= base || (reItem.test(x.text) && !(indentOf(x) >= content))) break;
+    items[items.length - 1].push(dedent(x, content));
+    i++;
+  }
+  out.push({ t: 'list', ordered, start: ordered ? parseInt(first[2], 10) : 1, items: items.map((ls) => parseLines(src, ls, depth + 1)) });
+  return i;
 }
 
 export interface Token {

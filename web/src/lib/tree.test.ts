@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildTree, collapseAll, collapseBranch, expandAll, expandBranch, initialState, reveal, spanTimes, spanTokens, toggle, visible } from './tree';
+import { buildTree, collapseAll, collapseBranch, expandAll, expandBranch, initialState, reveal, layoutTimes, spanTimes, toggle, visible } from './tree';
 import type { Span } from './types';
 
 const spans: Span[] = [
@@ -60,11 +60,28 @@ describe('tree expand/collapse state', () => {
 });
 
 describe('span facts', () => {
-  it('reads times and tokens', () => {
+  it('reads times', () => {
     expect(spanTimes({ id: 'x', start_time: '2024-01-01T00:00:00Z', end_time: '2024-01-01T00:00:01.5Z' })).toEqual([1704067200000, 1704067201500]);
     expect(spanTimes({ id: 'x', start_time: '2024-01-01T00:00:02Z', end_time: '2024-01-01T00:00:01Z' })).toBeNull();
-    expect(spanTokens({ id: 'x', attributes: { tokens: 7 } })).toBe(7);
-    expect(spanTokens({ id: 'x', attributes: { 'mlflow.chat.tokenUsage': '{"total_tokens": 42}' } })).toBe(42);
-    expect(spanTokens({ id: 'x', attributes: { other: 1 } })).toBeNull();
+  });
+  it('lays out spans with latencies and no times: a step, then its substeps', () => {
+    const lat = (s: { attributes?: Record<string, unknown> }) => (typeof s.attributes?.latency === 'number' ? s.attributes.latency * 1000 : undefined);
+    const t = buildTree([
+      { id: 'r', attributes: { latency: 0.1 } },
+      { id: 'a', parent_id: 'r', attributes: { latency: 0.2 } },
+      { id: 'b', parent_id: 'r', attributes: { latency: 0.3 } },
+      { id: 'p', attributes: { latency: 0.05 }, execution: 'parallel' },
+      { id: 'p1', parent_id: 'p', attributes: { latency: 0.2 } },
+      { id: 'p2', parent_id: 'p', attributes: { latency: 0.1 } },
+    ]);
+    const { of, laidOut } = layoutTimes(t, lat);
+    expect(laidOut).toBe(true);
+    const ms = (id: string) => of.get(id)!.map((x) => Math.round(x));
+    expect([ms('r'), ms('a'), ms('b')]).toEqual([[0, 100], [100, 300], [300, 600]]);
+    expect([ms('p'), ms('p1'), ms('p2')]).toEqual([[600, 650], [650, 850], [650, 750]]);
+    // Spans with times keep theirs; with neither, there is no timeline.
+    const timed = buildTree([{ id: 'x', start_time: '2024-01-01T00:00:00Z', end_time: '2024-01-01T00:00:01Z', attributes: { latency: 5 } }]);
+    expect(layoutTimes(timed, lat)).toEqual({ of: new Map([['x', [1704067200000, 1704067201000]]]), laidOut: false });
+    expect(layoutTimes(buildTree([{ id: 'y' }]), lat).of.size).toBe(0);
   });
 });

@@ -121,27 +121,45 @@ export function spanTimes(s: Span): [number, number] | null {
   return [a, b];
 }
 
-/** spanTokens finds a token count in a span's attributes or metadata. */
-export function spanTokens(s: Span): number | null {
-  let best: number | null = null;
-  const visit = (v: unknown, key: string, depth: number) => {
-    if (depth > 4 || best !== null) return;
-    if (typeof v === 'string' && /^[{[]/.test(v) && v.length < 20000) {
-      try {
-        v = JSON.parse(v);
-      } catch {
-        /* not JSON */
-      }
+/** Times is each span's [start, end] in milliseconds; laidOut tells times
+ * laid out from recorded latencies rather than read. */
+export interface Times {
+  of: Map<string, [number, number]>;
+  laidOut: boolean;
+}
+
+/** layoutTimes gives the spans of a tree their times: their own when any
+ * span has some; else, for spans that only record how long they took
+ * (Snorkel steps: `latency`), times laid out from those latencies: a step
+ * takes its latency, then its substeps start, one after another when its
+ * execution is serial (or unset), together when parallel; roots follow
+ * each other. Empty when there is neither. */
+export function layoutTimes(t: Tree, latencyMs: (s: Span) => number | undefined): Times {
+  const of = new Map<string, [number, number]>();
+  for (const n of t.byId.values()) {
+    const x = spanTimes(n.span);
+    if (x) of.set(n.span.id, x);
+  }
+  if (of.size) return { of, laidOut: false };
+  let any = false;
+  for (const n of t.byId.values()) if (latencyMs(n.span) !== undefined) any = true;
+  if (!any) return { of, laidOut: false };
+  // place lays n out from start and returns when its subtree ends.
+  const place = (n: Node, start: number, depth: number): number => {
+    const own = Math.max(0, latencyMs(n.span) ?? 0);
+    of.set(n.span.id, [start, start + own]);
+    let end = start + own;
+    let at = end;
+    for (const c of depth < 200 ? n.children : []) {
+      const e = place(c, n.span.execution === 'parallel' ? start + own : at, depth + 1);
+      if (n.span.execution !== 'parallel') at = e;
+      end = Math.max(end, e);
     }
-    if (typeof v === 'number' && /(^|[._])(total_?tokens|tokens|token_count\.total|totaltokens)$/i.test(key)) {
-      best = v;
-      return;
-    }
-    if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) visit(x, key ? key + '.' + k : k, depth + 1);
+    return end;
   };
-  visit(s.attributes, '', 0);
-  visit(s.metadata, '', 0);
-  return best;
+  let at = 0;
+  for (const r of t.roots) at = place(r, at, 0);
+  return { of, laidOut: true };
 }
 
 export function fmtDuration(ms: number): string {

@@ -4,13 +4,15 @@ import { ratingOf, type Annotations } from './hooks/useAnnotations';
 
 /** AnnotationList is a trace's annotations in reading order; the reader
  * edits and deletes their own comments in place. */
-export function AnnotationList(props: { notes: Annotations; me: string | null }) {
+export function AnnotationList(props: { notes: Annotations; me: string | null; canWrite?: boolean }) {
   const { notes, me } = props;
   const [editing, setEditing] = useState<{ id: string; text: string } | null>(null);
   return (
     <div class="annotations">
       <h4>Annotations ({notes.anns.length})</h4>
-      {notes.sorted.length === 0 && <p class="muted small">Select text, click a line number in the Lines view, or use Comment on an event.</p>}
+      {notes.sorted.length === 0 && (
+        <p class="muted small">{props.canWrite === false ? 'None yet.' : 'Select text, click a line number in the Lines view, or use Comment on an event.'}</p>
+      )}
       {notes.sorted.map((a: Annotation) => {
         const own = !!me && a.author === me && a.source !== 'analyzer';
         const r = ratingOf(a);

@@ -4,6 +4,7 @@ import { onLinkClick, parseRoute, useLocation } from '../lib/router';
 import type { Me } from '../lib/types';
 import { DatasetPage } from './DatasetPage';
 import { Home } from './Home';
+import { NotFound } from './common';
 import { TracePage } from './TracePage';
 
 export function App() {
@@ -30,12 +31,11 @@ export function App() {
         {route.page === 'dataset' && <DatasetPage key={route.owner + '/' + route.name} owner={route.owner} name={route.name} search={loc.search} me={me} />}
         {route.page === 'trace' && <TracePage key={route.id} id={route.id} hash={loc.hash} search={loc.search} me={me} />}
         {route.page === 'notfound' && (
-          <div class="empty">
-            <h2>Not found</h2>
+          <NotFound title="Not found" me={me}>
             <p>
-              Nothing lives at <code>{route.path}</code>. <a href="/">Go home</a>.
+              Nothing lives at <code>{route.path}</code>.
             </p>
-          </div>
+          </NotFound>
         )}
       </main>
     </div>
@@ -48,6 +48,12 @@ function Account(props: { me: Me | null; onChange: () => void }) {
   const [name, setName] = useState('');
   const [pw, setPw] = useState('');
   const [err, setErr] = useState('');
+  // A page's "Log in" (openLogin) opens the form.
+  useEffect(() => {
+    const f = () => setOpen(true);
+    addEventListener('lookout:login', f);
+    return () => removeEventListener('lookout:login', f);
+  }, []);
   if (!me) return null;
   if (me.user)
     return (
@@ -80,7 +86,7 @@ function Account(props: { me: Me | null; onChange: () => void }) {
         );
       }}
     >
-      <input placeholder="user" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      <input placeholder="user" autoFocus value={name} onInput={(e) => setName(e.currentTarget.value)} />
       <input placeholder="password" type="password" value={pw} onInput={(e) => setPw(e.currentTarget.value)} />
       <button type="submit">Log in</button>
       {err && <span class="error">{err}</span>}

@@ -6,11 +6,12 @@ import { navigate } from '../lib/router';
 import type { SearchBackend } from '../lib/search';
 import { serverSearch } from '../lib/serversearch';
 import type { Me } from '../lib/types';
-import { copyText, fmtInt, fmtTime, scalar } from './common';
+import { copyText, fmtInt, fmtTime, NotFound, scalar } from './common';
 import { EvalPanel } from './EvalPanel';
 import { useDataset, useEvalStatus } from './hooks/useDataset';
 import { useDatasetSearch, type Hit } from './hooks/useDatasetSearch';
 import { useFindKey } from './hooks/useKeyboardNav';
+import { useMedia } from './hooks/useMedia';
 import { useAfterPaint, useListPaintMark } from './hooks/usePaintMarks';
 import { snippetOf, useTraceList } from './hooks/useTraceList';
 import { PolicyPanel } from './PolicyPanel';
@@ -18,9 +19,13 @@ import { VirtualList, type VirtualHandle } from './VirtualList';
 
 const ROW = 34;
 
+/** oneLine turns runs of blanks and line breaks into one space. */
+const oneLine = (s: string) => s.replace(/\s+/g, ' ');
+
 export function DatasetPage(props: { owner: string; name: string; search: string; me: Me | null; backend?: SearchBackend }) {
   const backend = props.backend ?? serverSearch;
   const [err, setErr] = useState('');
+  const [missing, setMissing] = useState(false);
   const initialQ = new URLSearchParams(props.search).get('q') ?? '';
   const [q, setQ] = useState(initialQ);
   const [active, setActive] = useState(initialQ); // the query shown
@@ -29,8 +34,10 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   const [copied, setCopied] = useState('');
   const list = useRef<VirtualHandle | null>(null);
   const searchBox = useRef<HTMLInputElement>(null);
+  // A narrow window drops the Name column and lets the others shrink.
+  const narrow = useMedia('(max-width: 699px)');
 
-  const { ds, setDs, cols, toggleColumn } = useDataset(props.owner, props.name, { onError: setErr, onOpen: (d, first) => traces.seed(d.trace_count, first) });
+  const { ds, setDs, cols, toggleColumn } = useDataset(props.owner, props.name, { onError: setErr, onMissing: () => setMissing(true), onOpen: (d, first) => traces.seed(d.trace_count, first) });
   // Evaluation status per trace and criterion, polled while a run goes on.
   const evalStatus = useEvalStatus(ds?.id);
   const { query, results, scan, queryError } = useDatasetSearch(ds, active, backend, setErr);
@@ -52,10 +59,25 @@ export function DatasetPage(props: { owner: string; name: string; search: string
     navigate(tracePath(h.summary.id, query.words.length ? active : ''));
   };
 
-  if (err && !ds) return <p class="error">{err}</p>;
+  if (missing)
+    return (
+      <NotFound title="Dataset not found" me={props.me}>
+        <p>
+          There is no dataset <code>{props.owner}/{props.name}</code>, or it is private and not yours to read.
+        </p>
+      </NotFound>
+    );
+  if (err && !ds)
+    return (
+      <NotFound title="The dataset could not be loaded" me={props.me}>
+        <p class="error">{err}</p>
+      </NotFound>
+    );
   if (!ds) return <p class="muted">Loading…</p>;
   const canWrite = props.me?.user?.name === ds.owner;
-  const grid = `70px minmax(120px,1fr) minmax(200px,2.5fr) 70px 60px 60px 70px ${cols.map(() => 'minmax(80px,1fr)').join(' ')}`;
+  const grid = narrow
+    ? `40px minmax(0,2.5fr) 44px 36px 36px 52px ${cols.map(() => 'minmax(0,1fr)').join(' ')}`
+    : `70px minmax(120px,1fr) minmax(200px,2.5fr) 70px 60px 60px 70px ${cols.map(() => 'minmax(80px,1fr)').join(' ')}`;
   const row = (i: number): ComponentChildren => {
     const h = traces.row(i);
     if (!h) return <div class="trow placeholder" style={{ gridTemplateColumns: grid }}>…</div>;
@@ -67,20 +89,21 @@ export function DatasetPage(props: { owner: string; name: string; search: string
     return (
       <a class="trow" href={`/traces/${encodeURIComponent(t.id)}`} data-trace={t.id} style={{ gridTemplateColumns: grid }} onClick={(e) => (e.preventDefault(), open(h))}>
         <span class="num">{t.index}</span>
-        <span class="ell">{t.name ?? ''}</span>
-        <span class="ell first-user">
-          {sn ? (
-            <>
-              …{sn.before}
-              <mark class="hl hl-search">{sn.match}</mark>
-              {sn.after}
-            </>
-          ) : d ? (
-            d.firstUser
-          ) : (
-            ''
-          )}
-        </span>
+        {!narrow && <span class="ell">{t.name ?? ''}</span>}
+        {sn ? (
+          // The text before the hit gives way first, cut on its left, so
+          // the hit stays in view however narrow the column.
+          <span class="first-user snip">
+            <span class="snip-before">
+              {/* a no-break space: a plain one at the end would move to the left in the right-to-left box */}
+              <span>…{oneLine(sn.before).replace(/ $/, '\u00a0')}</span>
+            </span>
+            <mark class="hl hl-search">{oneLine(sn.match)}</mark>
+            <span class="snip-after">{oneLine(sn.after)}</span>
+          </span>
+        ) : (
+          <span class="ell first-user">{d ? d.firstUser : ''}</span>
+        )}
         <span class="num">{t.event_count}</span>
         <span class="num" title="annotations">
           {t.annotation_count || ''}
@@ -198,7 +221,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
           </div>
           <div class="thead" style={{ gridTemplateColumns: grid }}>
             <span class="num">#</span>
-            <span>Name</span>
+            {!narrow && <span>Name</span>}
             <span>{results && query.words.length ? 'Match' : 'First user message'}</span>
             <span class="num">Events</span>
             <span class="num" title="annotations">
@@ -224,7 +247,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
           />
         </div>
         <aside class="dataset-side">
-          {side && <PolicyPanel datasetId={ds.id} canWrite={canWrite} onFlagged={(ids) => setFlagged(ids)} />}
+          {side && <PolicyPanel datasetId={ds.id} canWrite={canWrite} onFlagged={(ids) => setFlagged(ids)} onChecked={traces.refresh} />}
           {side && <EvalPanel datasetId={ds.id} canWrite={canWrite} onStatus={evalStatus.refresh} />}
         </aside>
       </div>

@@ -1,7 +1,7 @@
 import { Component, type ComponentChildren } from 'preact';
-import type { HighlightIndex } from '../lib/highlight';
+import type { Highlight, HighlightIndex } from '../lib/highlight';
 import type { Annotation, Part, ToolCall, TraceEvent } from '../lib/types';
-import { safeHref, safeImageSrc } from '../lib/markdown';
+import { invariantImage, safeHref, safeImageSrc } from '../lib/markdown';
 import { piece, Rich } from './Rich';
 
 export interface CardProps {
@@ -15,6 +15,7 @@ export interface CardProps {
   outputIndex: Map<string, number>; // tool call id → event of its output
   notes: Annotation[]; // annotations on this event
   me: string | null;
+  canWrite: boolean; // may annotate and rate (the dataset's owner)
   onJump: (event: number, address?: string) => void;
   onToggleRaw: (i: number) => void;
   onComment: (address: string) => void;
@@ -28,26 +29,55 @@ function prettyArgs(v: unknown): string {
   return JSON.stringify(v, null, 2) ?? '';
 }
 
+/** wholeMark is the class, hover text and ids of the highlights on a whole
+ * part of a card (a tool call, an argument object or value): analyzer
+ * violations on `messages.N.tool_calls.K` name no text range. The class
+ * starts with a blank, to follow the element's own. */
+function wholeMark(hs: Highlight[], current: string | null): { class: string; title?: string; 'data-hl'?: string } {
+  if (!hs.length) return { class: '' };
+  const kinds = [...new Set(hs.map((h) => h.kind))];
+  const cur = current !== null && hs.some((h) => h.id === current);
+  return {
+    class: ` hl ${kinds.map((k) => 'hl-' + k).join(' ')}${cur ? ' hl-current' : ''}`,
+    title: hs.map((h) => h.message).join('\n') || undefined,
+    'data-hl': hs.map((h) => h.id).join(' '),
+  };
+}
+
 /** ArgValue shows tool call arguments as an indented tree whose string
- * leaves carry highlights (addresses ...function.arguments.<key>). */
+ * leaves carry highlights (addresses ...function.arguments.<key>); a
+ * highlight on a whole value (an object, a number) marks that value. */
 function ArgValue(props: { v: unknown; path: string; hl: HighlightIndex; i: number; current: string | null; depth: number }): ComponentChildren {
   const { v, path, hl, i, current, depth } = props;
+  const m = wholeMark(hl.whole(i, path), current);
   if (typeof v === 'string') {
-    const whole = hl.whole(i, path);
-    const s = JSON.stringify(v);
-    void s;
     return (
-      <span class={`arg-str ${whole.length ? 'hl hl-' + whole[0].kind : ''}`} data-f={`messages.${i}.${path}`} title={whole.map((h) => h.message).join('\n') || undefined}>
+      <span {...m} class={`arg-str${m.class}`} data-f={`messages.${i}.${path}`}>
         "{piece(v, 0, v.length, { ranges: hl.ranges(i, path), current })}"
       </span>
     );
   }
-  if (v === null || typeof v !== 'object') return <span class="arg-lit tk-num">{JSON.stringify(v)}</span>;
-  if (depth > 8) return <span class="arg-lit">{JSON.stringify(v)}</span>;
+  if (v === null || typeof v !== 'object')
+    return (
+      <span {...m} class={`arg-lit tk-num${m.class}`}>
+        {JSON.stringify(v)}
+      </span>
+    );
+  if (depth > 8)
+    return (
+      <span {...m} class={`arg-lit${m.class}`}>
+        {JSON.stringify(v)}
+      </span>
+    );
   const entries = Array.isArray(v) ? v.map((x, k) => [String(k), x] as const) : Object.entries(v);
-  if (entries.length === 0) return <span class="arg-lit">{Array.isArray(v) ? '[]' : '{}'}</span>;
+  if (entries.length === 0)
+    return (
+      <span {...m} class={`arg-lit${m.class}`}>
+        {Array.isArray(v) ? '[]' : '{}'}
+      </span>
+    );
   return (
-    <div class="arg-obj">
+    <div {...m} class={`arg-obj${m.class}`}>
       {entries.map(([k, x]) => (
         <div class="arg-row">
           <span class="arg-key tk-key">{Array.isArray(v) ? `[${k}]` : k}</span>: <ArgValue v={x} path={`${path}.${k}`} hl={hl} i={i} current={current} depth={depth + 1} />
@@ -63,8 +93,12 @@ function Call(props: CardProps & { c: ToolCall; k: number }) {
   const out = c.id ? props.outputIndex.get(c.id) : undefined;
   const args = c.function?.arguments;
   const namePath = `tool_calls.${k}.function.name`;
+  // Highlights on the whole call (an analyzer's ToolCall match) or on its
+  // function object.
+  const whole = [...hl.whole(i, `tool_calls.${k}`), ...hl.whole(i, `tool_calls.${k}.function`)];
+  const m = wholeMark(whole, current);
   return (
-    <div class="tool-call" id={c.id ? `call-${c.id}` : undefined} data-call={c.id}>
+    <div {...m} class={`tool-call${m.class}`} id={c.id ? `call-${c.id}` : undefined} data-call={c.id}>
       <div class="tool-call-head">
         <span class="badge tool">tool call</span>{' '}
         <b class="tool-name" data-f={`messages.${i}.${namePath}`}>
@@ -76,13 +110,16 @@ function Call(props: CardProps & { c: ToolCall; k: number }) {
             output ↓ #{out}
           </a>
         )}
+        {whole.length > 0 && <span class={`call-flag flag-${whole[0].kind}`}>{whole[0].kind === 'analyzer' ? '⚠ ' : ''}{whole[0].message}</span>}
       </div>
       {args !== undefined && args !== null && (
         <div class="tool-args">
           {typeof args === 'object' ? (
             <ArgValue v={args} path={`tool_calls.${k}.function.arguments`} hl={hl} i={i} current={current} depth={0} />
           ) : (
-            <pre class="md-pre">{prettyArgs(args)}</pre>
+            <pre {...wholeMark(hl.whole(i, `tool_calls.${k}.function.arguments`), current)} class="md-pre">
+              {prettyArgs(args)}
+            </pre>
           )}
         </div>
       )}
@@ -93,6 +130,29 @@ function Call(props: CardProps & { c: ToolCall; k: number }) {
 function imageURL(p: Part): string | null {
   const u = typeof p.image_url === 'string' ? p.image_url : p.image_url?.url;
   return typeof u === 'string' ? u : null;
+}
+
+/** ImageBoxes is an image of an event with the boxes addressed to it
+ * (messages.N.content[.K]:bbox-x1,y1,x2,y2, in pixels or fractions). */
+function ImageBoxes(props: { src: string; i: number; k: number; field: string; hl: HighlightIndex }) {
+  const { src, i, k, field, hl } = props;
+  const boxes = hl.event(i).filter((h) => h.field === field && h.addr.sel?.kind === 'bbox');
+  return (
+    <div class="img-part" data-f={`messages.${i}.${field}`}>
+      <img src={src} alt={`image ${k}`} loading="lazy" />
+      {boxes.map((b) => {
+        const s = b.addr.sel as { x1: number; y1: number; x2: number; y2: number };
+        const frac = s.x2 <= 1 && s.y2 <= 1;
+        return (
+          <span
+            class={`bbox hl-${b.kind}`}
+            title={b.message}
+            style={frac ? { left: `${s.x1 * 100}%`, top: `${s.y1 * 100}%`, width: `${(s.x2 - s.x1) * 100}%`, height: `${(s.y2 - s.y1) * 100}%` } : { left: `${s.x1}px`, top: `${s.y1}px`, width: `${s.x2 - s.x1}px`, height: `${s.y2 - s.y1}px` }}
+          />
+        );
+      })}
+    </div>
+  );
 }
 
 function Parts(props: CardProps & { parts: Part[] }) {
@@ -107,24 +167,7 @@ function Parts(props: CardProps & { parts: Part[] }) {
         const u = p ? imageURL(p) : null;
         if (u) {
           const src = safeImageSrc(u);
-          const boxes = hl.event(i).filter((h) => h.field === `content.${k}` && h.addr.sel?.kind === 'bbox');
-          if (src)
-            return (
-              <div class="img-part" data-f={`messages.${i}.content.${k}`}>
-                <img src={src} alt={`image ${k}`} loading="lazy" />
-                {boxes.map((b) => {
-                  const s = b.addr.sel as { x1: number; y1: number; x2: number; y2: number };
-                  const frac = s.x2 <= 1 && s.y2 <= 1;
-                  return (
-                    <span
-                      class={`bbox hl-${b.kind}`}
-                      title={b.message}
-                      style={frac ? { left: `${s.x1 * 100}%`, top: `${s.y1 * 100}%`, width: `${(s.x2 - s.x1) * 100}%`, height: `${(s.y2 - s.y1) * 100}%` } : { left: `${s.x1}px`, top: `${s.y1}px`, width: `${s.x2 - s.x1}px`, height: `${s.y2 - s.y1}px` }}
-                    />
-                  );
-                })}
-              </div>
-            );
+          if (src) return <ImageBoxes src={src} i={i} k={k} field={`content.${k}`} hl={hl} />;
           const href = safeHref(u);
           return href ? (
             <a class="md-remote-img" href={href} target="_blank" rel="noopener noreferrer nofollow">
@@ -173,6 +216,8 @@ function EventCardView(props: CardProps) {
   const down = notes.filter((a) => (a.extra as any)?.rating === -1).length;
   const comments = notes.filter((a) => a.address === `messages.${i}` && (a.extra as any)?.rating === undefined);
   const content = e.content;
+  // Invariant's image content shows as the image, its text in the Lines view.
+  const img = typeof content === 'string' && !raw ? invariantImage(content) : null;
   return (
     <article
       class={`card role-${roleClass} ${props.focused ? 'focused' : ''} ${whole.length ? 'card-hl card-hl-' + whole[0].kind : ''}`}
@@ -197,21 +242,33 @@ function EventCardView(props: CardProps) {
         )}
         {e.tool_call_id && !callAt && <span class="muted small">output of {e.tool_call_id}</span>}
         <span class="spacer" />
-        <button type="button" class={`small rate ${up ? 'on' : ''}`} title="thumbs up" aria-label="thumbs up" onClick={() => props.onRate(i, 1)}>
-          ▲{up ? ' ' + up : ''}
-        </button>
-        <button type="button" class={`small rate ${down ? 'on' : ''}`} title="thumbs down" aria-label="thumbs down" onClick={() => props.onRate(i, -1)}>
-          ▼{down ? ' ' + down : ''}
-        </button>
-        <button type="button" class="small comment-event" onClick={() => props.onComment(`messages.${i}`)}>
-          Comment
-        </button>
+        {props.canWrite ? (
+          <>
+            <button type="button" class={`small rate ${up ? 'on' : ''}`} title="thumbs up" aria-label="thumbs up" onClick={() => props.onRate(i, 1)}>
+              ▲{up ? ' ' + up : ''}
+            </button>
+            <button type="button" class={`small rate ${down ? 'on' : ''}`} title="thumbs down" aria-label="thumbs down" onClick={() => props.onRate(i, -1)}>
+              ▼{down ? ' ' + down : ''}
+            </button>
+            <button type="button" class="small comment-event" onClick={() => props.onComment(`messages.${i}`)}>
+              Comment
+            </button>
+          </>
+        ) : (
+          // Read-only: the ratings others gave, no controls.
+          (up > 0 || down > 0) && (
+            <span class="muted small ratings">
+              {up ? `▲ ${up}` : ''} {down ? `▼ ${down}` : ''}
+            </span>
+          )
+        )}
         <button type="button" class="small toggle-raw" title="raw text with line numbers (click a number to comment on the line)" onClick={() => props.onToggleRaw(i)}>
           {raw ? 'Rendered' : 'Lines'}
         </button>
       </header>
       <div class="card-body" data-event={i}>
-        {typeof content === 'string' && content !== '' && (
+        {img && <ImageBoxes src={img} i={i} k={0} field="content" hl={hl} />}
+        {typeof content === 'string' && content !== '' && !img && (
           <Rich src={content} field={`messages.${i}.content`} ctx={{ ranges: hl.ranges(i, 'content'), current }} mode={raw ? 'raw' : 'markdown'} open={props.focused && raw} />
         )}
         {Array.isArray(content) && <Parts {...props} parts={content} />}

@@ -3,7 +3,7 @@ import { api, ApiError, decodeErrors, upload, type UploadProgress } from '../lib
 import { datasetPath } from '../lib/router';
 import type { Dataset, DecodeError, Me, UploadResult } from '../lib/types';
 import { Benchmarks } from './Benchmarks';
-import { Confirm, fmtBytes, fmtTime, scalar, scalarEntries, fmtInt } from './common';
+import { Confirm, fmtBytes, fmtTime, openLogin, scalar, scalarEntries, fmtInt } from './common';
 
 export function Home(props: { me: Me | null }) {
   const [datasets, setDatasets] = useState<Dataset[] | null>(null);
@@ -21,7 +21,23 @@ export function Home(props: { me: Me | null }) {
         <h2>Datasets</h2>
         {err && <p class="error">{err}</p>}
         {datasets === null && !err && <p class="muted">Loading…</p>}
-        {datasets && datasets.length === 0 && <p class="muted">No datasets yet. Create one or upload a file below.</p>}
+        {datasets && datasets.length === 0 && (
+          <p class="muted">
+            {canWrite ? (
+              'No datasets yet. Create one or upload a file below.'
+            ) : props.me ? (
+              <>
+                No public datasets yet.{' '}
+                <button type="button" class="link" onClick={openLogin}>
+                  Log in
+                </button>{' '}
+                to create datasets and upload traces.
+              </>
+            ) : (
+              'No datasets yet.'
+            )}
+          </p>
+        )}
         {datasets && datasets.length > 0 && (
           <table class="grid datasets">
             <thead>
@@ -40,9 +56,11 @@ export function Home(props: { me: Me | null }) {
                   <td>
                     <a href={datasetPath(d.owner, d.name)}>{d.name}</a> {d.public && <span class="badge">public</span>}
                   </td>
-                  <td>{d.owner}</td>
-                  <td class="num">{fmtInt(d.trace_count)}</td>
-                  <td>{fmtTime(d.last_pushed)}</td>
+                  <td data-label="owner">{d.owner}</td>
+                  <td class="num" data-label="traces">
+                    {fmtInt(d.trace_count)}
+                  </td>
+                  <td data-label="last pushed">{fmtTime(d.last_pushed)}</td>
                   <td class="meta-cell">
                     {scalarEntries(d.metadata)
                       .slice(0, 4)
@@ -68,7 +86,7 @@ export function Home(props: { me: Me | null }) {
       <Benchmarks mine={canWrite ? (datasets ?? []).filter(mine) : []} onScored={load} />
       {canWrite && <Create onDone={load} />}
       {canWrite && <Upload datasets={(datasets ?? []).filter(mine)} onDone={load} />}
-      {!canWrite && props.me && <p class="muted">Log in to create datasets and upload traces.</p>}
+      {!canWrite && props.me && !!datasets?.length && <p class="muted">Log in to create datasets and upload traces.</p>}
       {del && (
         <Confirm
           title={`Delete ${del.name}?`}

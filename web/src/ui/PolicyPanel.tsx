@@ -108,7 +108,7 @@ export interface CheckState {
   error: string;
 }
 
-export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFlagged: (ids: string[]) => void }) {
+export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFlagged: (ids: string[]) => void; onChecked?: () => void }) {
   const { datasetId } = props;
   const [policies, setPolicies] = useState<Policy[]>([]);
   const [sel, setSel] = useState<string>('');
@@ -222,6 +222,8 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
     }
     st.running = false;
     setCheck({ ...st, flagged: [...st.flagged] });
+    // The run wrote its violations as annotations: the list shows them.
+    if (!ac.signal.aborted) props.onChecked?.();
   };
   const errLines = new Set(diags.map((d) => d.line));
   return (

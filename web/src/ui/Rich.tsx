@@ -189,14 +189,8 @@ function blocks(src: string, bs: Block[], ctx: HlCtx): ComponentChildren[] {
       case 'quote':
         return <blockquote>{lines(src, b.lines, ctx)}</blockquote>;
       case 'list': {
-        const L = b.ordered ? 'ol' : 'ul';
-        return (
-          <L>
-            {b.items.map((it) => (
-              <li style={it.depth ? { marginLeft: `${it.depth * 1.2}em` } : undefined}>{lines(src, it.lines, ctx)}</li>
-            ))}
-          </L>
-        );
+        const items = b.items.map((it) => <li>{blocks(src, it, ctx)}</li>);
+        return b.ordered ? <ol start={b.start === 1 ? undefined : b.start}>{items}</ol> : <ul>{items}</ul>;
       }
       case 'hr':
         return <hr />;

@@ -35,6 +35,8 @@ export function ScoresPanel(props: {
   listIds: string[] | null; // the list the trace was opened from
   onOpen: (traceId: string) => void;
   onScores?: (scores: Score[]) => void;
+  onDataset?: (datasetId: string) => void;
+  readOnly?: boolean; // the reader may not grade: scores only
 }) {
   const { traceId } = props;
   const [scores, setScores] = useState<Score[]>([]);
@@ -46,7 +48,10 @@ export function ScoresPanel(props: {
       (r) => {
         setScores(r.scores);
         props.onScores?.(r.scores);
-        if (r.dataset_id) setDatasetId(r.dataset_id);
+        if (r.dataset_id) {
+          setDatasetId(r.dataset_id);
+          props.onDataset?.(r.dataset_id);
+        }
         return r.dataset_id;
       },
       (e) => setMsg(e.message),
@@ -85,8 +90,9 @@ export function ScoresPanel(props: {
 
   // Keys, read through refs so that a listener registered once sees the
   // latest state.
-  const state = useRef({ human, valueOf, grade, nextUngraded });
-  state.current = { human, valueOf, grade, nextUngraded };
+  const grading = props.readOnly ? [] : human;
+  const state = useRef({ human: grading, valueOf, grade, nextUngraded });
+  state.current = { human: grading, valueOf, grade, nextUngraded };
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (e.ctrlKey || e.metaKey || e.altKey || isTyping(e.target)) return;
@@ -109,11 +115,11 @@ export function ScoresPanel(props: {
     return () => removeEventListener('keydown', onKey);
   }, []);
 
-  if (!scores.length && !human.length) return null;
+  if (!scores.length && !grading.length) return null;
   return (
     <div class="scores panel">
       <h4>Scores</h4>
-      {human.map((c) => {
+      {grading.map((c) => {
         const cur = valueOf(c.name);
         const choices = choicesOf(c.definition);
         return (
@@ -157,7 +163,7 @@ export function ScoresPanel(props: {
             )}
           </div>
         ))}
-      {human.length > 0 && <p class="muted small keys">1-{Math.min(9, Math.max(...human.map((c) => choicesOf(c.definition).length), 1))} grade · g next ungraded</p>}
+      {grading.length > 0 && <p class="muted small keys">1-{Math.min(9, Math.max(...grading.map((c) => choicesOf(c.definition).length), 1))} grade · g next ungraded</p>}
       {msg && <p class="muted small grade-msg">{msg}</p>}
     </div>
   );

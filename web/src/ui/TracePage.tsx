@@ -1,12 +1,12 @@
 import { useMemo, useRef, useState } from 'preact/hooks';
-import type { Score } from '../lib/api';
+import { api, type Score } from '../lib/api';
 import { tryParseAddress } from '../lib/address';
 import { recallList, tracePath, neighbour } from '../lib/listmemory';
 import { datasetPath, navigate } from '../lib/router';
 import { buildTree } from '../lib/tree';
 import type { Annotation, Me } from '../lib/types';
 import { AnnotationList } from './AnnotationList';
-import { copyText, fmtInt } from './common';
+import { copyText, fmtInt, NotFound } from './common';
 import { EventCard } from './EventCard';
 import { useAnnotations } from './hooks/useAnnotations';
 import { useComposer } from './hooks/useComposer';
@@ -37,6 +37,8 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   const meName = props.me?.user?.name ?? null;
   const mem = useMemo(recallList, [id]);
   const [err, setErr] = useState('');
+  const [missing, setMissing] = useState(false); // the trace answered 404
+  const [dsOwner, setDsOwner] = useState<string | null>(null); // the trace's dataset's owner, once known
   const initialQ = new URLSearchParams(props.search).get('q') ?? '';
   const [q, setQ] = useState(initialQ);
   const [activeQ, setActiveQ] = useState(initialQ);
@@ -48,7 +50,10 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
 
   // A trace with spans and no events opens on its tree.
   const { trace, partial, refresh } = useTraceData(id, {
-    onError: setErr,
+    onError: (m, status) => {
+      setErr(m);
+      if (status === 404) setMissing(true);
+    },
     onFull: (t) => {
       if (!(t.events ?? []).length && (t.spans ?? []).length) nav.setTab('tree');
     },
@@ -79,8 +84,26 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
     ']': () => otherTrace(1),
   });
   const composer = useComposer(trace, notes.create);
+  // Only the dataset's owner may annotate, rate and grade (the API refuses
+  // others): a reader not logged in, or another user on a public dataset,
+  // gets the trace read-only.
+  const knownOwner = mem && mem.ids.includes(id) ? mem.owner : dsOwner;
+  const canWrite = !!meName && (knownOwner === null || knownOwner === meName);
 
-  if (err && !trace) return <p class="error">{err}</p>;
+  if (err && !trace) {
+    const back = mem && mem.ids.includes(id) ? { href: datasetPath(mem.owner, mem.name), label: `back to ${mem.name}` } : undefined;
+    return missing ? (
+      <NotFound title="Trace not found" me={props.me} back={back}>
+        <p>
+          There is no trace <code>{id}</code> here, or it is in a private dataset you may not read.
+        </p>
+      </NotFound>
+    ) : (
+      <NotFound title="The trace could not be loaded" me={props.me} back={back}>
+        <p class="error">{err}</p>
+      </NotFound>
+    );
+  }
   if (!trace) return <p class="muted">Loading trace…</p>;
   const events = trace.events ?? [];
   const hasTree = (trace.spans ?? []).length > 0;
@@ -140,7 +163,7 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
       </div>
       {err && <p class="error">{err}</p>}
       <div class="trace-body">
-        <div class="trace-main" onMouseUp={composer.onMouseUp} onClick={composer.onClick}>
+        <div class="trace-main" onMouseUp={canWrite ? composer.onMouseUp : undefined} onClick={canWrite ? composer.onClick : undefined}>
           {nav.tab === 'chat' &&
             (events.length ? (
               <VirtualList
@@ -161,6 +184,7 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
                     outputIndex={outputIndex}
                     notes={notes.byEvent.get(i) ?? noNotes}
                     me={meName}
+                    canWrite={canWrite}
                     onJump={nav.showEvent}
                     onToggleRaw={(k) =>
                       setRaw((old) => {
@@ -204,8 +228,10 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
             listIds={mem && mem.ids.includes(id) ? mem.ids : null}
             onOpen={(n) => navigate(tracePath(n, mem?.q))}
             onScores={setScores}
+            onDataset={(ds) => meName && !knownOwner && api.dataset(ds).then((d) => setDsOwner(d.owner), () => {})}
+            readOnly={!canWrite}
           />
-          {composer.target && (
+          {canWrite && composer.target && (
             <div class="composer panel">
               <h4>
                 Comment on <code class="composer-addr">{composer.target.address}</code>
@@ -222,10 +248,10 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
               </div>
             </div>
           )}
-          <AnnotationList notes={notes} me={meName} />
+          <AnnotationList notes={notes} me={meName} canWrite={canWrite} />
         </aside>
       </div>
-      {sel && (
+      {canWrite && sel && (
         <button
           type="button"
           class="sel-comment primary"

@@ -1,11 +1,24 @@
 import { useMemo } from 'preact/hooks';
 import type { HighlightIndex } from '../lib/highlight';
-import { collapseAll, collapseBranch, expandAll, expandBranch, fmtDuration, spanTimes, spanTokens, toggle, visible, type Expanded, type Node, type Tree } from '../lib/tree';
+import { collapseAll, collapseBranch, expandAll, expandBranch, fmtDuration, layoutTimes, spanTimes, toggle, visible, type Expanded, type Node, type Tree } from '../lib/tree';
+import { fmtCost, fmtTokens, spanUsage, type Usage } from '../lib/usage';
+import { fmtInt } from './common';
 import type { Span } from '../lib/types';
 import { CodeBlock, Rich } from './Rich';
 import { VirtualList } from './VirtualList';
 
 const ROW = 30;
+
+/** tokenTitle spells a span's tokens out for the hover. */
+function tokenTitle(u: Usage): string {
+  return ['input', 'output', 'total'].filter((k) => u[k as keyof Usage] !== undefined).map((k) => `${k} ${fmtInt(u[k as 'input'] as number)}`).join(', ') + ' tokens';
+}
+
+/** duration is how long a span took: from its times, else as recorded. */
+function duration(s: Span, u: Usage): number | undefined {
+  const t = spanTimes(s);
+  return t ? t[1] - t[0] : u.latencyMs;
+}
 
 function statusClass(s?: string): string {
   if (!s) return '';
@@ -51,8 +64,9 @@ export function TreeView(props: TreeProps) {
   const render = (i: number) => {
     const n = rows[i];
     const s = n.span;
-    const t = spanTimes(s);
-    const tok = spanTokens(s);
+    const u = spanUsage(s);
+    const tok = fmtTokens(u, fmtInt);
+    const d = duration(s, u);
     const par = n.parent?.span.execution === 'parallel';
     return (
       <div
@@ -88,8 +102,18 @@ export function TreeView(props: TreeProps) {
         ))}
         {n.children.length > 0 && <span class="muted small">{n.children.length}</span>}
         <span class="spacer" />
-        {tok !== null && <span class="tok" title="tokens">{tok} tok</span>}
-        {t && <span class="lat">{fmtDuration(t[1] - t[0])}</span>}
+        {u.model && <span class="model ell">{u.model}</span>}
+        {tok && (
+          <span class="tok" title={tokenTitle(u)}>
+            {tok}
+          </span>
+        )}
+        {u.cost !== undefined && (
+          <span class="cost" title="cost recorded by the source">
+            {fmtCost(u.cost)}
+          </span>
+        )}
+        {d !== undefined && <span class="lat">{fmtDuration(d)}</span>}
         {s.status && <span class={`status ${statusClass(s.status)}`}>{s.status}</span>}
       </div>
     );
@@ -105,24 +129,22 @@ export function TreeView(props: TreeProps) {
 export function TimelineView(props: TreeProps) {
   const { tree, state, selected, onSelect } = props;
   const rows = useMemo(() => visible(tree, state), [tree, state]);
+  const times = useMemo(() => layoutTimes(tree, (s) => spanUsage(s).latencyMs), [tree]);
   const [t0, t1] = useMemo(() => {
     let a = Infinity;
     let b = -Infinity;
-    for (const n of tree.byId.values()) {
-      const t = spanTimes(n.span);
-      if (t) {
-        a = Math.min(a, t[0]);
-        b = Math.max(b, t[1]);
-      }
+    for (const t of times.of.values()) {
+      a = Math.min(a, t[0]);
+      b = Math.max(b, t[1]);
     }
     return [a, b];
-  }, [tree]);
+  }, [times]);
   if (!Number.isFinite(t0)) return <p class="empty timeline-empty">These spans have no start and end times, so there is no timeline. The tree shows their structure.</p>;
   const span = Math.max(t1 - t0, 0.001);
   const ticks = Array.from({ length: 6 }, (_, i) => i / 5);
   const render = (i: number) => {
     const n: Node = rows[i];
-    const t = spanTimes(n.span);
+    const t = times.of.get(n.span.id);
     const left = t ? ((t[0] - t0) / span) * 100 : 0;
     const width = t ? Math.max(((t[1] - t[0]) / span) * 100, 0.3) : 0;
     return (
@@ -150,6 +172,7 @@ export function TimelineView(props: TreeProps) {
   return (
     <div class="timeline">
       <Toolbar {...props} />
+      {times.laidOut && <p class="muted small tl-note">No timestamps: laid out from each step's recorded latency, a step before its substeps.</p>}
       <div class="tl-axis">
         <span class="tl-label" />
         <span class="tl-track">
@@ -172,7 +195,9 @@ function json(v: unknown): string {
 /** SpanDetails shows a span's fields; string values carry highlights. */
 export function SpanDetails(props: { span: Span; hl: HighlightIndex; current: string | null; onEvents?: () => void; eventCount: number }) {
   const s = props.span;
-  const t = spanTimes(s);
+  const u = spanUsage(s);
+  const d = duration(s, u);
+  const tok = fmtTokens(u, fmtInt).replace(/ tok$/, '');
   const field = (name: string, v: unknown) => {
     if (v === undefined || v === null || (typeof v === 'object' && Object.keys(v as object).length === 0)) return null;
     const ranges = props.hl.span(s.id).filter((h) => h.field === name && h.start !== undefined);
@@ -198,7 +223,15 @@ export function SpanDetails(props: { span: Span; hl: HighlightIndex; current: st
         </span>
         {s.status && <span class="kv">status: {s.status}</span>}
         {s.status_message && <span class="kv">{s.status_message}</span>}
-        {t && <span class="kv">latency: {fmtDuration(t[1] - t[0])}</span>}
+        {u.model && <span class="kv">model: {u.model}</span>}
+        {tok && (
+          <span class="kv" title={tokenTitle(u)}>
+            tokens: {tok}
+            {u.total !== undefined && u.input !== undefined ? ` · ${fmtInt(u.total)} total` : ''}
+          </span>
+        )}
+        {u.cost !== undefined && <span class="kv">cost: {fmtCost(u.cost)}</span>}
+        {d !== undefined && <span class="kv">latency: {fmtDuration(d)}</span>}
         {s.start_time && <span class="kv">start: {s.start_time}</span>}
         {s.execution && <span class="kv">children: {s.execution}</span>}
         {props.eventCount > 0 && (
@@ -212,6 +245,9 @@ export function SpanDetails(props: { span: Span; hl: HighlightIndex; current: st
       {field('outputs', s.outputs)}
       {field('attributes', s.attributes)}
       {field('metadata', s.metadata)}
+      {field('usageDetails', s.usageDetails)}
+      {field('costDetails', s.costDetails)}
+      {field('modelParameters', s.modelParameters)}
     </div>
   );
 }

@@ -1,4 +1,5 @@
 import type { ComponentChildren } from 'preact';
+import type { Me } from '../lib/types';
 
 export function fmtTime(s?: string): string {
   if (!s) return '—';
@@ -85,4 +86,39 @@ export async function copyText(s: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** openLogin opens the login form of the page's header. */
+export function openLogin() {
+  dispatchEvent(new Event('lookout:login'));
+}
+
+/** NotFound is a page for what is not there (or not for this reader): what
+ * happened, a way back, and for a reader not logged in, a way to log in. */
+export function NotFound(props: { title: string; me: Me | null; back?: { href: string; label: string }; children?: ComponentChildren }) {
+  const { me, back } = props;
+  return (
+    <div class="empty not-found">
+      <h2>{props.title}</h2>
+      {props.children}
+      {me && !me.user && (
+        <p class="signin-hint">
+          You are not logged in.{' '}
+          <button type="button" class="link" onClick={openLogin}>
+            Log in
+          </button>{' '}
+          to see the private datasets you may read.
+        </p>
+      )}
+      <p class="ways">
+        <a href="/">Back to datasets</a>
+        {back && (
+          <>
+            {' · '}
+            <a href={back.href}>{back.label}</a>
+          </>
+        )}
+      </p>
+    </div>
+  );
 }

@@ -26,7 +26,7 @@ export interface DatasetState {
 export function useDataset(
   owner: string,
   name: string,
-  opts: { onError: (msg: string) => void; onOpen: (ds: Dataset, first: { traces: TraceSummary[] } | null) => void },
+  opts: { onError: (msg: string) => void; onMissing?: () => void; onOpen: (ds: Dataset, first: { traces: TraceSummary[] } | null) => void },
 ): DatasetState {
   const [ds, setDs] = useState<Dataset | null>(null);
   const [cols, setCols] = useState<string[]>([]);
@@ -34,7 +34,10 @@ export function useDataset(
   useLayoutEffect(() => {
     api.openDataset(owner, name).then(
       ({ datasets: l, first }) => {
-        if (!l.length) cb.current.onError(`no dataset ${owner}/${name} (or it is private)`);
+        if (!l.length) {
+          if (cb.current.onMissing) cb.current.onMissing();
+          else cb.current.onError(`no dataset ${owner}/${name} (or it is private)`);
+        }
         else {
           cb.current.onOpen(l[0], first);
           setDs(l[0]);

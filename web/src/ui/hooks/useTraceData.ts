@@ -16,7 +16,7 @@ export interface TraceData {
  * megabytes) is asked for once they are on screen, since its arrival holds
  * the page's thread up. The trace is "partial" until it is in. onFull hears
  * of the whole trace when it first arrives. */
-export function useTraceData(id: string, opts: { onError: (msg: string) => void; onFull?: (t: Trace) => void }): TraceData {
+export function useTraceData(id: string, opts: { onError: (msg: string, status?: number) => void; onFull?: (t: Trace) => void }): TraceData {
   const [trace, setTrace] = useState<Trace | null>(null);
   const [partial, setPartial] = useState(false);
   const cb = useLatest(opts);
@@ -30,7 +30,7 @@ export function useTraceData(id: string, opts: { onError: (msg: string) => void;
           setPartial(false);
           cb.current.onFull?.(t);
         },
-        (e) => cb.current.onError(e.message),
+        (e) => cb.current.onError(e.message, e.status),
       );
     api.openHead(id).then(
       (h) => {

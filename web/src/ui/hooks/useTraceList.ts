@@ -67,6 +67,9 @@ export interface TraceList {
   onRange: (first: number, last: number) => void;
   /** seed sets the dataset's size and its first page of traces. */
   seed: (total: number, first: { traces: TraceSummary[] } | null) => void;
+  /** refresh fetches the rows in view and their details again (their
+   * annotations and violations changed: a policy ran over the dataset). */
+  refresh: () => void;
 }
 
 /** useTraceList is the dataset page's rows: the search results when there
@@ -78,6 +81,8 @@ export function useTraceList(ds: Dataset | null, results: Hit[] | null, flagged:
   const loading = useRef(new Set<number>());
   const [, bump] = useState(0);
   const details = useRef(new Map<string, Details | null>());
+  // Details to fetch again (refresh); shown until the new ones arrive.
+  const stale = useRef(new Set<string>());
   // Snippets of hits come from the traces fetched for their details.
   const traceCache = useRef(new Map<string, Trace>());
 
@@ -119,13 +124,13 @@ export function useTraceList(ds: Dataset | null, results: Hit[] | null, flagged:
       const ids: string[] = [];
       for (let i = first; i <= last; i++) {
         const t = row(i)?.summary;
-        if (t && !details.current.has(t.id)) ids.push(t.id);
+        if (t && (!details.current.has(t.id) || stale.current.has(t.id))) ids.push(t.id);
       }
       let k = 0;
       const worker = async () => {
         while (k < ids.length) {
           const id = ids[k++];
-          details.current.set(id, null);
+          if (!stale.current.delete(id)) details.current.set(id, null);
           try {
             const t = await api.trace(id);
             traceCache.current.set(id, t);
@@ -133,31 +138,33 @@ export function useTraceList(ds: Dataset | null, results: Hit[] | null, flagged:
             details.current.set(id, detailsOf(t));
             bump((x) => x + 1);
           } catch {
-            details.current.delete(id);
+            if (details.current.get(id) === null) details.current.delete(id);
           }
         }
       };
       await Promise.all([worker(), worker(), worker()]);
     }, 120);
   };
+  const loadPage = (p: number) => {
+    loading.current.add(p);
+    // Cursors continue after a trace index; rows are placed by position.
+    api.traces(ds!.id, cursorAfter(p * PAGE - 1), PAGE).then(
+      (r) => {
+        r.traces.forEach((t, k) => (rows.current[p * PAGE + k] = t));
+        bump((x) => x + 1);
+      },
+      (e) => {
+        loading.current.delete(p);
+        onError(e.message);
+      },
+    );
+  };
   const loadRange = (first: number, last: number) => {
     if (!ds || results || flagged) return;
-    for (const p of pagesToLoad(first, last, rows.current, loading.current, PAGE)) {
-      loading.current.add(p);
-      // Cursors continue after a trace index; rows are placed by position.
-      api.traces(ds.id, cursorAfter(p * PAGE - 1), PAGE).then(
-        (r) => {
-          r.traces.forEach((t, k) => (rows.current[p * PAGE + k] = t));
-          bump((x) => x + 1);
-        },
-        (e) => {
-          loading.current.delete(p);
-          onError(e.message);
-        },
-      );
-    }
+    for (const p of pagesToLoad(first, last, rows.current, loading.current, PAGE)) loadPage(p);
     loadDetails(first, last);
   };
+  const inView = useRef<[number, number]>([0, 0]);
 
   return {
     count,
@@ -165,7 +172,19 @@ export function useTraceList(ds: Dataset | null, results: Hit[] | null, flagged:
     details: (id) => details.current.get(id),
     cached: (id) => traceCache.current.get(id),
     metaKeys: keys,
-    onRange: (a, b) => (results || flagged ? loadDetails(a, b) : loadRange(a, b)),
+    onRange: (a, b) => {
+      inView.current = [a, b];
+      if (results || flagged) loadDetails(a, b);
+      else loadRange(a, b);
+    },
+    refresh: () => {
+      const [a, b] = inView.current;
+      for (const id of details.current.keys()) stale.current.add(id);
+      traceCache.current.clear();
+      // The rows shown stay until their new summaries arrive.
+      if (ds && !results && !flagged) for (let p = Math.floor(a / PAGE); p <= Math.floor(b / PAGE); p++) loadPage(p);
+      loadDetails(a, b);
+    },
     seed: (total, first) => {
       rows.current = new Array(total);
       if (first) {
