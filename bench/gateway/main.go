@@ -35,6 +35,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/lookout-dev/lookout/internal/gctune"
 	"io"
 	"log/slog"
 	"net"
@@ -97,6 +98,9 @@ func main() {
 }
 
 func run(backend, pgURL string, calls, warmup, clients int, duration time.Duration, cpuprofile, only string) error {
+	// As lookout serve sets it (internal/gctune); GOGC in the environment
+	// replaces it, as it does for the server.
+	gc := gctune.Apply()
 	for _, r := range ruleSets {
 		if _, err := policy.ParseFile(r.name, r.src); err != nil {
 			return fmt.Errorf("policy %s: %w", r.name, err)
@@ -148,6 +152,7 @@ func run(backend, pgURL string, calls, warmup, clients int, duration time.Durati
 	defer stopProfile()
 
 	fmt.Printf("machine: %s/%s, %d CPUs (%s), %s, store %s; %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version(), backend, time.Now().UTC().Format("2006-01-02"))
+	fmt.Printf("garbage collector: GOGC %s, soft limit %s (lookout serve's setting, internal/gctune)\n", gcSetting(gc.Percent, "GOGC"), gcSetting(int(gc.Limit>>20), "GOMEMLIMIT"))
 	fmt.Printf("latency: %d timed calls per row each way (after %d untimed), one client alternating provider and Lookout\n\n", calls, warmup)
 	fmt.Println("| call | policy | events | provider p50 / p99 | through Lookout p50 / p99 | added p50 / p99 |")
 	fmt.Println("|---|---|---|---|---|---|")
@@ -563,4 +568,15 @@ func cpuModel() string {
 		}
 	}
 	return "unknown CPU"
+}
+
+// gcSetting names a collector setting: Apply's, or the environment's.
+func gcSetting(v int, env string) string {
+	if v == 0 {
+		return "from $" + env + " (" + os.Getenv(env) + ")"
+	}
+	if env == "GOMEMLIMIT" {
+		return fmt.Sprintf("%d MiB", v)
+	}
+	return fmt.Sprint(v)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lookout-dev/lookout/internal/eval"
+	"github.com/lookout-dev/lookout/internal/gctune"
 	"github.com/lookout-dev/lookout/internal/server"
 )
 
@@ -79,6 +80,9 @@ policy the server checks; --llm-url is the judge of llm criteria.`,
 				level = slog.LevelWarn
 			}
 			logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+			if gc := gctune.Apply(); gc != (gctune.Settings{}) {
+				logger.Debug("garbage collector set", "gogc", gc.Percent, "memory_limit_bytes", gc.Limit)
+			}
 			cfg := server.Config{Store: st, Logger: logger, MaxBody: limit, EvalConcurrency: evalConc, Gateway: gw, DetectorModel: model, TrustedProxies: proxies}
 			if llmURL != "" {
 				cfg.LLM = &eval.LLM{URL: llmURL, Model: llmModel, APIKey: os.Getenv("LOOKOUT_LLM_API_KEY")}

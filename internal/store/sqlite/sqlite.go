@@ -68,10 +68,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// stay in memory: spilled to a temporary file they cost a write call
 	// per page, a third of the search index's write time (ingest 475 →
 	// 687-785 traces/s). They hold one statement's first-touched pages.
-	w, err := sql.Open("sqlite", writeDSN+"&_pragma=cache_size(-32000)&_pragma=journal_size_limit(67108864)&_pragma=temp_store(2)")
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
-	}
+	w := sql.OpenDB(cachingConnector{d: &sqlite.Driver{}, dsn: writeDSN + "&_pragma=cache_size(-32000)&_pragma=journal_size_limit(67108864)&_pragma=temp_store(2)"})
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
@@ -82,12 +79,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	// The index file: derived data, but synchronous too, since the queue
 	// rows it replaces are gone once it commits.
-	iw, err := sql.Open("sqlite", fmt.Sprintf("%s?_busy_timeout=%d", IndexPath(path), BusyTimeout.Milliseconds())+
-		"&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate&_pragma=cache_size(-32000)&_pragma=journal_size_limit(67108864)&_pragma=temp_store(2)")
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", IndexPath(path), err)
-	}
+	iw := sql.OpenDB(cachingConnector{d: &sqlite.Driver{}, dsn: fmt.Sprintf("%s?_busy_timeout=%d", IndexPath(path), BusyTimeout.Milliseconds()) +
+		"&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate&_pragma=cache_size(-32000)&_pragma=journal_size_limit(67108864)&_pragma=temp_store(2)"})
 	iw.SetMaxOpenConns(1)
 	iw.SetMaxIdleConns(1)
 	iw.SetConnMaxLifetime(0)
