@@ -64,6 +64,15 @@ type interp struct {
 	ruleOpen  []int
 	touched   bool
 	untracked bool
+	// closed are the values of the rule's closed blocks (closed.go) this
+	// analysis evaluated or took from the snapshot; closedBody is the body
+	// of the one being evaluated, whose own search is not a touch;
+	// onlyNewBody limits that body's open variables to new events.
+	closed      map[*Quantifier]*closedBlock
+	closedBody  *bodyScope
+	onlyNewBody *bodyScope
+	qEarly      bool    // the last quantifier's search stopped before its end
+	bodyMarks   *[]mark // when set, a count's counted assignments' own marks go here too
 }
 
 // frame holds the slots of one body: quantified variables, locals,
@@ -1077,6 +1086,22 @@ func (in *interp) quantifier(q *Quantifier, f *frame) value {
 			return unknown
 		}
 	}
+	if len(q.body.captured) == 0 && in.track {
+		if c := in.closedQuantifier(q, kind, minN, maxN); c != nil {
+			if outer := boundOuterOrigins(q.body, f); outer != nil {
+				start := len(in.marks)
+				in.marks = keepWithin(append(in.marks, c.bodyMarks...), start, outer)
+			} else {
+				in.marks = append(in.marks, c.marks...)
+			}
+			return c.v
+		}
+	}
+	return in.quantify(q, f, kind, minN, maxN)
+}
+
+// quantify evaluates a quantifier block of the given kind and bounds.
+func (in *interp) quantify(q *Quantifier, f *frame, kind string, minN, maxN int64) value {
 	qf := newFrame(q.body.nslots, f)
 	switch kind {
 	case "forall":
@@ -1090,13 +1115,20 @@ func (in *interp) quantifier(q *Quantifier, f *frame) value {
 			onFalse: func() bool { ok = false; return false },
 		}
 		in.search(q.body, qf, ctl)
+		in.qEarly = !ok
 		return vBool(ok)
 	default: // count
 		n := int64(0)
 		result := -1 // undecided
 		outer := boundOuterOrigins(q.body, f)
+		bodyMarks := in.bodyMarks
+		in.bodyMarks = nil // not those of blocks inside this one
+		defer func() { in.bodyMarks = bodyMarks }()
 		ctl := &searchCtl{onTrue: func(f *frame, markStart int) bool {
 			n++
+			if bodyMarks != nil {
+				*bodyMarks = append(*bodyMarks, in.marks[markStart:]...)
+			}
 			if outer == nil {
 				// ranges of counted assignments go to the enclosing violation
 				for _, s := range f.slots {
@@ -1118,6 +1150,7 @@ func (in *interp) quantifier(q *Quantifier, f *frame) value {
 			return true
 		}}
 		in.search(q.body, qf, ctl)
+		in.qEarly = result != -1
 		switch result {
 		case 0:
 			return vFalse

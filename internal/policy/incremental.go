@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sort"
 
@@ -56,9 +57,13 @@ type Snapshot struct {
 
 type ruleSnap struct {
 	whole bool // ran an inner whole-trace search: analyze in full next time
-	viols []*Violation
-	paths [][]int32
-	bytes int64 // Violation.size of viols
+	// closed are the values of the rule's closed blocks (closed.go), the
+	// only whole-trace searches it ran: when they hold in the grown trace,
+	// the rule is extended rather than analyzed in full.
+	closed map[*Quantifier]*closedBlock
+	viols  []*Violation
+	paths  [][]int32
+	bytes  int64 // Violation.size of viols
 }
 
 // Events is the number of events the snapshot was taken of.
@@ -134,12 +139,18 @@ func (in *interp) runTracked(p *Policy, prev *Snapshot, res *Result) *Snapshot {
 	for i, r := range p.rules {
 		in.rule = r.idx
 		rs := &snap.rules[i]
-		if prev == nil || prev.rules[i].whole {
+		in.closed = nil
+		if prev == nil || prev.rules[i].whole && (prev.rules[i].closed == nil || !in.closedHold(r, prev.rules[i].closed)) {
 			in.touched = false
 			in.trackRule(r, rs, -1, res, 0)
 			rs.whole = in.touched
 		} else {
+			// The closed blocks' values hold: taken as they were.
+			in.closed = maps.Clone(prev.rules[i].closed)
 			in.extendRule(r, rs, &prev.rules[i], res)
+		}
+		if !rs.whole && len(in.closed) > 0 {
+			rs.whole, rs.closed = true, in.closed
 		}
 		res.Violations = append(res.Violations, rs.viols...)
 		if res.Truncated {
@@ -255,6 +266,9 @@ func (in *interp) trackRule(r *rule, rs *ruleSnap, need int, res *Result, base i
 
 // noteOpen records an open variable's search over the trace.
 func (in *interp) noteOpen(bs *bodyScope, slot int) {
+	if bs == in.closedBody {
+		return // the closed block's own search, which closed.go follows
+	}
 	if bs != in.ruleBody {
 		in.touched = true
 		return

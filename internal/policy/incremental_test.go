@@ -271,6 +271,36 @@ raise PolicyViolation("secret", kind=k) if:
 	`raise "bad arg" if:
     (c: ToolCall)
     c.function.arguments.to + 1 > 2`,
+	// Closed blocks (closed.go): of one variable, decided early or not,
+	// positive and negated, with bounds, and of two variables.
+	`raise "unasked booking" if:
+    (call: ToolCall)
+    call is tool:send_email
+    not count(min=1):
+        (m: Message)
+        m.role == "user"
+        "book" in m.content`,
+	`raise "two or more outputs" if:
+    (m: Message)
+    m.role == "assistant"
+    count(min=2):
+        (o: ToolOutput)
+        "a" in o.content`,
+	`raise "at most one" if:
+    (c: ToolCall)
+    count(max=1):
+        (o: ToolOutput)
+        "b" in o.content`,
+	`raise "all short" if:
+    (c: ToolCall)
+    forall:
+        (m: Message)
+        len(m.content) < 12`,
+	`raise "pairs" if:
+    (c: ToolCall)
+    count(min=2, max=3):
+        (a: ToolCall) -> (b: ToolOutput)
+        a is tool:get_inbox`,
 }
 
 var (
@@ -398,6 +428,36 @@ func TestIncrementalWork(t *testing.T) {
 	}
 	if inc.Steps*20 > full.Steps {
 		t.Fatalf("extending by 10 events of 2000 took %d steps, the full analysis %d", inc.Steps, full.Steps)
+	}
+
+	// A rule with a closed block whose value the new events leave as it
+	// was is extended, not analyzed in full (closed.go).
+	closed, err := policy.Parse(extraPolicies[len(extraPolicies)-5])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range events {
+		if events[i].Role == "user" {
+			events[i].Content = trace.TextContent("hello")
+		}
+	}
+	_, snap, err = closed.AnalyzeExtension(ctx, nil, events[:1990], nil)
+	if err != nil || snap == nil {
+		t.Fatalf("first analysis: %v", err)
+	}
+	inc, _, err = closed.AnalyzeExtension(ctx, snap, events, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err = closed.Analyze(events, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Violations) == 0 || len(inc.Violations) != len(full.Violations) {
+		t.Fatalf("%d violations extended, %d in full; want the same, several", len(inc.Violations), len(full.Violations))
+	}
+	if inc.Steps*10 > full.Steps {
+		t.Fatalf("a closed block: extending by 10 events of 2000 took %d steps, the full analysis %d", inc.Steps, full.Steps)
 	}
 }
 

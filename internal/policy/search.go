@@ -123,6 +123,10 @@ func (in *interp) search(bs *bodyScope, f *frame, ctl *searchCtl) bool {
 			cands[i] = selectIn(r.typ, r.values, nil, 0)
 			sorted[i] = seqSorted(cands[i])
 		}
+		if r.open && bs == in.onlyNewBody {
+			lo, hi := restrictRange(cands[i], restrictNew, in.newFrom)
+			cands[i] = cands[i][lo:hi:hi]
+		}
 		if tracked {
 			lo, hi := 0, len(cands[i])
 			if r.open && in.restrict != nil {
