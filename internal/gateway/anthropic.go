@@ -36,27 +36,18 @@ type anthropic struct{}
 
 func (anthropic) Name() string { return "anthropic" }
 
-func (anthropic) ParseRequest(body []byte) (Request, error) {
-	pr, err := anthropicRequest.parse(body)
-	if err != nil {
-		return Request{}, err
-	}
-	return pr.Request, nil
-}
+func (anthropic) ParseRequest(body []byte) (Request, error) { return anthropicRequest.request(body) }
 
 func (anthropic) shape() *requestShape { return anthropicRequest }
 
 var anthropicRequest = &requestShape{provider: "anthropic", array: "messages", field: anthropicField, message: decodeAnthropicMessage}
 
 func anthropicField(st *requestState, s *jsonscan.Scanner, key string) error {
+	if ok, err := st.common(s, key); ok {
+		return err
+	}
 	var err error
 	switch key {
-	case "model":
-		st.model, err = optString(s, "model")
-	case "stream":
-		st.stream, err = optBool(s, "stream")
-	case "tools":
-		st.tools, err = optRaw(s)
 	case "system":
 		st.lead, err = decodeAnthropicSystem(s)
 		st.leadSets++

@@ -25,27 +25,18 @@ type openAI struct{}
 
 func (openAI) Name() string { return "openai" }
 
-func (openAI) ParseRequest(body []byte) (Request, error) {
-	pr, err := openAIRequest.parse(body)
-	if err != nil {
-		return Request{}, err
-	}
-	return pr.Request, nil
-}
+func (openAI) ParseRequest(body []byte) (Request, error) { return openAIRequest.request(body) }
 
 func (openAI) shape() *requestShape { return openAIRequest }
 
 var openAIRequest = &requestShape{provider: "openai", array: "messages", field: openAIField, message: openAIMessage}
 
 func openAIField(st *requestState, s *jsonscan.Scanner, key string) error {
+	if ok, err := st.common(s, key); ok {
+		return err
+	}
 	var err error
 	switch key {
-	case "model":
-		st.model, err = optString(s, "model")
-	case "stream":
-		st.stream, err = optBool(s, "stream")
-	case "tools":
-		st.tools, err = optRaw(s)
 	case "functions": // the deprecated form of tools
 		st.functions, err = optRaw(s)
 	default:

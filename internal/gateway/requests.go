@@ -114,6 +114,32 @@ func (st *requestState) finish(msgs []trace.Event) Request {
 	return req
 }
 
+// common reads the members both shapes share (model, stream, tools) and
+// reports whether key was one.
+func (st *requestState) common(s *jsonscan.Scanner, key string) (bool, error) {
+	var err error
+	switch key {
+	case "model":
+		st.model, err = optString(s, "model")
+	case "stream":
+		st.stream, err = optBool(s, "stream")
+	case "tools":
+		st.tools, err = optRaw(s)
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// request is Provider.ParseRequest for the shape.
+func (sh *requestShape) request(body []byte) (Request, error) {
+	pr, err := sh.parse(body)
+	if err != nil {
+		return Request{}, err
+	}
+	return pr.Request, nil
+}
+
 // parse reads body whole.
 func (sh *requestShape) parse(body []byte) (*parsedRequest, error) {
 	pr := &parsedRequest{body: body, once: true}
