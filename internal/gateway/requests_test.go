@@ -54,7 +54,6 @@ func TestRequestCacheSameAsWhole(t *testing.T) {
 		sh     *requestShape
 		msg    func(int) string
 		body   func(msgs []string, n int) string
-		mutate func(msgs []string, n int) []string // a change an agent makes to what it sent before
 	}
 	join := func(msgs []string, sep string) string { return strings.Join(msgs, ","+sep) }
 	variants := []variant{
