@@ -49,11 +49,11 @@ func TestRequestCacheSameAsWhole(t *testing.T) {
 		return fmt.Sprintf(`{"role":"assistant","content":"answer %d"}`, i)
 	}
 	type variant struct {
-		name   string
-		p      Provider
-		sh     *requestShape
-		msg    func(int) string
-		body   func(msgs []string, n int) string
+		name string
+		p    Provider
+		sh   *requestShape
+		msg  func(int) string
+		body func(msgs []string, n int) string
 	}
 	join := func(msgs []string, sep string) string { return strings.Join(msgs, ","+sep) }
 	variants := []variant{
