@@ -37,6 +37,7 @@ FUZZ_TARGETS := \
 	./internal/search:FuzzLower \
 	./internal/gateway:FuzzParseRequest \
 	./internal/gateway:FuzzStream \
+	./internal/gateway:FuzzRequestCache \
 	./internal/gateway/mcp:FuzzParse \
 	./internal/gateway/mcp:FuzzSession
 

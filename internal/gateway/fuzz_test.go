@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,5 +129,48 @@ func FuzzStream(f *testing.F) {
 			}
 		}
 		requireStorable(t, p.Name()+" stream", st.Response().Events)
+	})
+}
+
+// FuzzRequestCache reads a request through a requestCache after another
+// whose bytes it begins with, up to any point, and checks it reads as the
+// body read whole does: the same events, model, stream and tools, the same
+// error.
+func FuzzRequestCache(f *testing.F) {
+	for _, name := range testdataFiles(f, "*-request-*.json") {
+		b := readTestdata(f, name)
+		f.Add(fuzzIndex(f, name), b, uint16(len(b)/2), []byte(`,{"role":"user","content":"more"}]}`))
+	}
+	f.Add(uint8(0), []byte(`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}],"stream":true}`),
+		uint16(51), []byte(`,{"role":"user","content":"c"}],"tools":[{"type":"function","function":{"name":"f"}}]}`))
+	f.Add(uint8(1), []byte(`{"system":"s","messages":[{"role":"user","content":"a"}]}`), uint16(50), []byte(`,{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]}],"system":"t"}`))
+	f.Fuzz(func(t *testing.T, which uint8, first []byte, cut uint16, tail []byte) {
+		p := fuzzProviders[int(which)%len(fuzzProviders)]
+		sp, ok := p.(shaped)
+		if !ok || len(first) == 0 {
+			return
+		}
+		c := newRequestCache(maxRequestBytes)
+		c.minBody = 0
+		if pr, err := c.read(sp.shape(), "o", first); err == nil {
+			pr.heads = Heads(pr.Events)
+			pr.sums = prefixSums(pr.Events, nil)
+			c.keep(pr)
+		}
+		second := append(append([]byte(nil), first[:int(cut)%(len(first)+1)]...), tail...)
+		want, wantErr := p.ParseRequest(second)
+		pr, err := c.read(sp.shape(), "o", second)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("error %v, read whole: %v", err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		if a, b := eventsJSON(pr.Events), eventsJSON(want.Events); a != b || pr.Model != want.Model || pr.Stream != want.Stream || !bytes.Equal(pr.Tools, want.Tools) {
+			t.Fatalf("read after a kept request:\n%s %q %v %s\nread whole:\n%s %q %v %s", a, pr.Model, pr.Stream, pr.Tools, b, want.Model, want.Stream, want.Tools)
+		}
+		if h := pr.extendHeads(pr.Events); !slices.Equal(h, Heads(want.Events)) {
+			t.Fatal("heads differ from the whole read's")
+		}
 	})
 }

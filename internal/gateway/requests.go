@@ -314,6 +314,7 @@ type requestCache struct {
 	lru      list.List             // of *cached
 	bytes    int64
 	maxBytes int64
+	minBody  int   // bodies shorter are read whole (minCachedBody; tests set less)
 	hits     int64 // requests read after a kept one, for tests
 }
 
@@ -339,14 +340,14 @@ const (
 var startSeed = maphash.MakeSeed()
 
 func newRequestCache(maxBytes int64) *requestCache {
-	return &requestCache{byStart: map[uint64]*list.List{}, maxBytes: maxBytes}
+	return &requestCache{byStart: map[uint64]*list.List{}, maxBytes: maxBytes, minBody: minCachedBody}
 }
 
 // read reads body with sh: after the kept request sharing the longest
 // prefix with it, up to the end of a message, when there is one. The
 // request is not kept yet: keep it once its heads and sums are known.
 func (c *requestCache) read(sh *requestShape, owner string, body []byte) (*parsedRequest, error) {
-	if len(body) < minCachedBody {
+	if len(body) < c.minBody {
 		return sh.parse(body)
 	}
 	// Each owner's requests are kept apart: what one reads as the same
@@ -356,7 +357,7 @@ func (c *requestCache) read(sh *requestShape, owner string, body []byte) (*parse
 	h.SetSeed(startSeed)
 	h.WriteString(owner)
 	h.WriteByte(0)
-	h.Write(body[:startBytes])
+	h.Write(body[:min(len(body), startBytes)])
 	key := h.Sum64()
 	if from, j := c.find(key, body); from != nil {
 		if pr, ok := sh.resume(body, from, j); ok {
@@ -437,7 +438,7 @@ func (c *requestCache) keep(pr *parsedRequest) {
 	// The body, its events (a few times its bytes), heads and sums, and the
 	// Trace put later (objects of a few hundred bytes per event).
 	size := int64(len(pr.body))*4 + 64*int64(len(pr.ends)) + 600*int64(len(pr.Events))
-	if len(pr.body) < minCachedBody || !pr.once || size > c.maxBytes/8 {
+	if len(pr.body) < c.minBody || !pr.once || size > c.maxBytes/8 {
 		return
 	}
 	c.mu.Lock()
