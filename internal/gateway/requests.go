@@ -305,9 +305,8 @@ func (pr *parsedRequest) knownSums() []eventsSum {
 // Memory is bounded by an estimate of what a request holds (its body, its
 // decoded events and their Trace), the least recently used going first:
 // at the default bound, a few hundred conversations of 500 events; the
-// others are read whole, which gives the same answer. Requests from any caller share it: a request is only ever
-// read after one whose bytes it repeats, so what it is read as does not
-// depend on who sent that one.
+// others are read whole, which gives the same answer. Each owner's
+// requests are kept apart (read).
 type requestCache struct {
 	mu       sync.Mutex
 	byStart  map[uint64]*list.List // of *cached, most recent first
@@ -373,18 +372,22 @@ func (c *requestCache) read(sh *requestShape, owner string, body []byte) (*parse
 }
 
 // find returns the kept request of bucket key whose messages up to j are
-// body's longest prefix of whole messages.
+// body's longest prefix of whole messages. The bodies are compared outside
+// the lock (kept requests do not change): calls in parallel do not wait on
+// each other's comparisons.
 func (c *requestCache) find(key uint64, body []byte) (*parsedRequest, int) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := c.byStart[key]
-	if l == nil {
-		return nil, -1
+	var cands []*cached
+	if l := c.byStart[key]; l != nil {
+		cands = make([]*cached, 0, l.Len())
+		for el := l.Front(); el != nil; el = el.Next() {
+			cands = append(cands, el.Value.(*cached))
+		}
 	}
+	c.mu.Unlock()
 	var best *cached
 	bestJ, bestEnd := -1, 0
-	for el := l.Front(); el != nil; el = el.Next() {
-		e := el.Value.(*cached)
+	for _, e := range cands {
 		ends := e.pr.ends
 		if len(ends) == 0 || ends[len(ends)-1] <= bestEnd {
 			continue
@@ -407,9 +410,14 @@ func (c *requestCache) find(key uint64, body []byte) (*parsedRequest, int) {
 	if best == nil {
 		return nil, -1
 	}
+	c.mu.Lock()
 	c.hits++
+	// Moves nothing if it went meanwhile.
 	c.lru.MoveToFront(best.inLRU)
-	l.MoveToFront(best.inKey)
+	if l := c.byStart[key]; l != nil {
+		l.MoveToFront(best.inKey)
+	}
+	c.mu.Unlock()
 	return best.pr, bestJ
 }
 
