@@ -15,6 +15,73 @@ interface Policy {
   name: string;
   source: string;
   mode: Mode;
+  updated_at?: string;
+}
+
+const INDENT = '    ';
+
+/** editKey is what Tab, Shift+Tab or Enter does to the text with the
+ * selection [s, e): the range of it to replace, the new text and where the
+ * caret or selection goes; null for other keys. Tab indents (every line of
+ * a selection), Shift+Tab takes up to one indent off
+ * the lines, Enter keeps the line's indentation and adds one after a line
+ * ending with a colon. */
+export function editKey(src: string, s: number, e: number, key: string, shift: boolean): { from: number; to: number; text: string; selStart: number; selEnd: number } | null {
+  const lineStart = (at: number) => src.lastIndexOf('\n', at - 1) + 1;
+  if (key === 'Enter' && !shift) {
+    const ls = lineStart(s);
+    const indent = /^[ \t]*/.exec(src.slice(ls, s))![0];
+    const more = /:\s*$/.test(src.slice(ls, s)) ? INDENT : '';
+    const text = '\n' + indent + more;
+    return { from: s, to: e, text, selStart: s + text.length, selEnd: s + text.length };
+  }
+  if (key !== 'Tab') return null;
+  // A selection, even within a line, indents its lines as a block.
+  const multi = s !== e;
+  if (!shift && !multi) return { from: s, to: e, text: INDENT, selStart: s + INDENT.length, selEnd: s + INDENT.length };
+  const from = lineStart(s);
+  // A selection ending at the start of a line leaves that line alone.
+  const last = e > s && src[e - 1] === '\n' ? e - 1 : e;
+  let to = src.indexOf('\n', last);
+  if (to < 0) to = src.length;
+  const lines = src.slice(from, to).split('\n');
+  let firstDelta = 0;
+  const out = lines.map((l, k) => {
+    let d: number;
+    let nl: string;
+    if (shift) {
+      const n = /^ {0,4}/.exec(l)![0].length || (l.startsWith('\t') ? 1 : 0);
+      nl = l.slice(n);
+      d = -n;
+    } else {
+      nl = INDENT + l;
+      d = INDENT.length;
+    }
+    if (k === 0) firstDelta = d;
+    return nl;
+  });
+  const text = out.join('\n');
+  const delta = text.length - (to - from);
+  return { from, to, text, selStart: Math.max(from, s + firstDelta), selEnd: multi ? e + delta : Math.max(from, e + firstDelta) };
+}
+
+/** lastKey is where the policy last opened on a dataset is remembered, so
+ * that a reload opens it again. */
+const lastKey = (datasetId: string) => `lookout.policy.${datasetId}`;
+function remember(datasetId: string, id: string) {
+  try {
+    // '' (a new policy chosen) is remembered too: the reload opens the example.
+    localStorage.setItem(lastKey(datasetId), id);
+  } catch {
+    /* storage refused: nothing to remember */
+  }
+}
+function recall(datasetId: string): string | null {
+  try {
+    return localStorage.getItem(lastKey(datasetId));
+  } catch {
+    return null;
+  }
 }
 
 /** ModeSelect picks a policy's mode. */
@@ -85,6 +152,21 @@ function Editor(props: { value: string; onInput: (s: string) => void; errLines: 
           value={src}
           aria-label="policy source"
           onInput={(e) => props.onInput(e.currentTarget.value)}
+          onKeyDown={(ev) => {
+            if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.isComposing) return;
+            const ta = ev.currentTarget;
+            const ed = editKey(ta.value, ta.selectionStart, ta.selectionEnd, ev.key, ev.shiftKey);
+            if (!ed) return;
+            ev.preventDefault();
+            ta.setSelectionRange(ed.from, ed.to);
+            // insertText keeps the browser's undo history; setRangeText is
+            // the fallback where it is not supported.
+            if (!document.execCommand('insertText', false, ed.text)) {
+              ta.setRangeText(ed.text, ed.from, ed.to, 'end');
+              ta.dispatchEvent(new Event('input', { bubbles: true }));
+            }
+            ta.setSelectionRange(ed.selStart, ed.selEnd);
+          }}
           onScroll={(e) => {
             if (pre.current) {
               pre.current.scrollTop = e.currentTarget.scrollTop;
@@ -118,10 +200,29 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
   const [diags, setDiags] = useState<Diagnostic[]>([]);
   const [msg, setMsg] = useState('');
   const [check, setCheck] = useState<CheckState | null>(null);
+  const [ok, setOk] = useState(false); // the last syntax check passed
   const abort = useRef<AbortController | null>(null);
+  const opened = useRef(false);
+  const open = (p: Policy) => {
+    setSel(p.id);
+    setName(p.name);
+    setSrc(p.source);
+    setMode(p.mode ?? 'log');
+  };
   const load = () =>
     api.raw<{ policies: Policy[] }>('GET', `/datasets/${encodeURIComponent(datasetId)}/policies`).then(
-      (r) => setPolicies(r.policies ?? []),
+      (r) => {
+        const ps = r.policies ?? [];
+        setPolicies(ps);
+        // On first load the editor opens the policy last opened or saved
+        // here, else the one saved last, rather than the example.
+        if (!opened.current && ps.length) {
+          const want = recall(datasetId);
+          const p = ps.find((x) => x.id === want) ?? [...ps].sort((a, b) => (b.updated_at ?? '').localeCompare(a.updated_at ?? ''))[0];
+          if (want !== '' && p) open(p);
+        }
+        opened.current = true;
+      },
       () => setPolicies([]),
     );
   useEffect(() => {
@@ -131,9 +232,11 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
 
   const validate = async (): Promise<boolean> => {
     setMsg('');
+    setOk(false);
     try {
       await api.raw('POST', '/policy/check', { policy: src, messages: [] });
       setDiags([]);
+      setOk(true);
       return true;
     } catch (e) {
       const d = diagnostics(e);
@@ -150,6 +253,7 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
         : await api.raw<Policy>('POST', `/datasets/${encodeURIComponent(datasetId)}/policies`, body);
       setDiags([]);
       setSel(p.id);
+      remember(datasetId, p.id);
       setMsg(`saved ${p.name}`);
       load();
       return p.id;
@@ -236,12 +340,9 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
           onChange={(e) => {
             const id = e.currentTarget.value;
             setSel(id);
+            remember(datasetId, id);
             const p = policies.find((x) => x.id === id);
-            if (p) {
-              setName(p.name);
-              setSrc(p.source);
-              setMode(p.mode ?? 'log');
-            }
+            if (p) open(p);
           }}
         >
           <option value="">new policy</option>
@@ -268,7 +369,14 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
           ))}
         </ul>
       )}
-      <Editor value={src} onInput={setSrc} errLines={errLines} />
+      <Editor
+        value={src}
+        onInput={(v) => {
+          setSrc(v);
+          setOk(false);
+        }}
+        errLines={errLines}
+      />
       {diags.length > 0 && (
         <ul class="diags">
           {diags.map((d) => (
@@ -292,6 +400,11 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
           <button type="button" class="primary run-policy" onClick={run} disabled={check?.running}>
             Save and run on dataset
           </button>
+        )}
+        {ok && diags.length === 0 && (
+          <span class="ok syntax-ok" role="status">
+            ✓ syntax OK
+          </span>
         )}
         {msg && <span class="muted">{msg}</span>}
       </div>
