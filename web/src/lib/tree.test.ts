@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildTree, collapseAll, collapseBranch, expandAll, expandBranch, initialState, reveal, layoutTimes, spanTimes, toggle, visible } from './tree';
+import { buildTree, collapseAll, collapseBranch, expandAll, expandBranch, initialState, reveal, layoutTimes, spanTimes, toggle, treeKey, visible } from './tree';
 import type { Span } from './types';
 
 const spans: Span[] = [
@@ -83,5 +83,28 @@ describe('span facts', () => {
     const timed = buildTree([{ id: 'x', start_time: '2024-01-01T00:00:00Z', end_time: '2024-01-01T00:00:01Z', attributes: { latency: 5 } }]);
     expect(layoutTimes(timed, lat)).toEqual({ of: new Map([['x', [1704067200000, 1704067201000]]]), laidOut: false });
     expect(layoutTimes(buildTree([{ id: 'y' }]), lat).of.size).toBe(0);
+  });
+});
+
+describe('treeKey', () => {
+  const t = buildTree(spans);
+  const s = initialState(t, 1); // r, a, b, orphan, loop2, loop1 visible
+  it('moves the selection among visible rows, held at the ends', () => {
+    expect(treeKey(t, s, null, 'j')).toEqual({ selected: 'r' });
+    expect(treeKey(t, s, null, 'ArrowUp')).toEqual({ selected: 'loop1' });
+    expect(treeKey(t, s, 'a', 'ArrowDown')).toEqual({ selected: 'b' });
+    expect(treeKey(t, s, 'a', 'k')).toEqual({ selected: 'r' });
+    expect(treeKey(t, s, 'r', 'k')).toBeNull();
+    expect(treeKey(t, s, 'loop1', 'j')).toBeNull();
+  });
+  it('Enter and the right arrow open a node, the left arrow closes it, then goes to the parent', () => {
+    const opened = treeKey(t, s, 'a', 'Enter')!.state!;
+    expect(names(t, opened)).toContain('a1');
+    expect(treeKey(t, opened, 'a', 'ArrowRight')).toBeNull();
+    expect(names(t, treeKey(t, s, 'a', 'ArrowRight')!.state!)).toContain('a1');
+    expect(names(t, treeKey(t, opened, 'a', 'ArrowLeft')!.state!)).not.toContain('a1');
+    expect(treeKey(t, s, 'a', 'ArrowLeft')).toEqual({ selected: 'r' });
+    expect(treeKey(t, s, 'b', 'Enter')).toBeNull(); // a leaf
+    expect(treeKey(t, s, null, 'Enter')).toBeNull();
   });
 });

@@ -168,3 +168,29 @@ export function fmtDuration(ms: number): string {
   if (ms < 60000) return `${(ms / 1000).toFixed(2)} s`;
   return `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`;
 }
+
+/** treeKey is what a key does in the tree or timeline: j/k and the up and
+ * down arrows move the selection among the visible rows (from none: the
+ * first going down, the last going up), Enter opens or closes the selected
+ * node, the right arrow opens it, the left arrow closes it or goes to its
+ * parent. Null when the key changes nothing. */
+export function treeKey(t: Tree, s: Expanded, selected: string | null, key: string): { selected?: string; state?: Expanded } | null {
+  const rows = visible(t, s);
+  if (!rows.length) return null;
+  const at = selected === null ? -1 : rows.findIndex((n) => n.span.id === selected);
+  const d = key === 'j' || key === 'ArrowDown' ? 1 : key === 'k' || key === 'ArrowUp' ? -1 : 0;
+  if (d) {
+    const n = at < 0 ? (d > 0 ? 0 : rows.length - 1) : Math.max(0, Math.min(rows.length - 1, at + d));
+    return n === at ? null : { selected: rows[n].span.id };
+  }
+  if (at < 0) return null;
+  const node = rows[at];
+  const open = s.has(node.span.id);
+  if (key === 'Enter') return node.children.length ? { state: toggle(s, node.span.id) } : null;
+  if (key === 'ArrowRight') return node.children.length && !open ? { state: toggle(s, node.span.id) } : null;
+  if (key === 'ArrowLeft') {
+    if (node.children.length && open) return { state: toggle(s, node.span.id) };
+    return node.parent ? { selected: node.parent.span.id } : null;
+  }
+  return null;
+}

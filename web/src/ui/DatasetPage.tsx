@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../lib/api';
 import { rememberList, tracePath } from '../lib/listmemory';
 import { navigate } from '../lib/router';
@@ -10,7 +10,7 @@ import { copyText, fmtInt, fmtTime, NotFound, scalar } from './common';
 import { EvalPanel } from './EvalPanel';
 import { useDataset, useEvalStatus } from './hooks/useDataset';
 import { useDatasetSearch, type Hit } from './hooks/useDatasetSearch';
-import { useFindKey } from './hooks/useKeyboardNav';
+import { useFindKey, useKeyboardNav } from './hooks/useKeyboardNav';
 import { useMedia } from './hooks/useMedia';
 import { useAfterPaint, useListPaintMark } from './hooks/usePaintMarks';
 import { snippetOf, useTraceList } from './hooks/useTraceList';
@@ -32,6 +32,8 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   const [flagged, setFlagged] = useState<string[] | null>(null);
   const [showCols, setShowCols] = useState(false);
   const [copied, setCopied] = useState('');
+  // The row the keys have selected (j/k, arrows; Enter opens it), -1 none.
+  const [cursor, setCursor] = useState(-1);
   const list = useRef<VirtualHandle | null>(null);
   const searchBox = useRef<HTMLInputElement>(null);
   // A narrow window drops the Name column and lets the others shrink.
@@ -59,6 +61,26 @@ export function DatasetPage(props: { owner: string; name: string; search: string
     navigate(tracePath(h.summary.id, query.words.length ? active : ''));
   };
 
+  const moveCursor = (d: number) => {
+    if (!traces.count) return;
+    const from = cursor >= 0 && cursor < traces.count ? cursor : (list.current?.first() ?? 0) - (d > 0 ? 1 : 0);
+    const n = Math.max(0, Math.min(traces.count - 1, from + d));
+    setCursor(n);
+    list.current?.scrollTo(n, 'nearest');
+  };
+  // Another list (a search, the flagged traces) starts with no row selected.
+  useEffect(() => setCursor(-1), [active, flagged]);
+  useKeyboardNav({
+    j: () => moveCursor(1),
+    k: () => moveCursor(-1),
+    ArrowDown: () => moveCursor(1),
+    ArrowUp: () => moveCursor(-1),
+    Enter: () => {
+      const h = cursor >= 0 ? traces.row(cursor) : undefined;
+      if (h) open(h);
+    },
+  });
+
   if (missing)
     return (
       <NotFound title="Dataset not found" me={props.me}>
@@ -80,14 +102,14 @@ export function DatasetPage(props: { owner: string; name: string; search: string
     : `70px minmax(120px,1fr) minmax(200px,2.5fr) 70px 60px 60px 70px ${cols.map(() => 'minmax(80px,1fr)').join(' ')}`;
   const row = (i: number): ComponentChildren => {
     const h = traces.row(i);
-    if (!h) return <div class="trow placeholder" style={{ gridTemplateColumns: grid }}>…</div>;
+    if (!h) return <div class={`trow placeholder ${i === cursor ? 'selected' : ''}`} style={{ gridTemplateColumns: grid }}>…</div>;
     const t = h.summary;
     const d = traces.details(t.id);
     const hit = h.hits[0];
     const cached = hit ? traces.cached(t.id) : undefined;
     const sn = h.snippet ?? (hit && cached ? snippetOf(cached, hit) : undefined);
     return (
-      <a class="trow" href={`/traces/${encodeURIComponent(t.id)}`} data-trace={t.id} style={{ gridTemplateColumns: grid }} onClick={(e) => (e.preventDefault(), open(h))}>
+      <a class={`trow ${i === cursor ? 'selected' : ''}`} aria-current={i === cursor ? 'true' : undefined} href={`/traces/${encodeURIComponent(t.id)}`} data-trace={t.id} style={{ gridTemplateColumns: grid }} onClick={(e) => (e.preventDefault(), open(h))}>
         <span class="num">{t.index}</span>
         {!narrow && <span class="ell">{t.name ?? ''}</span>}
         {sn ? (

@@ -3,7 +3,7 @@ import { api, type Score } from '../lib/api';
 import { tryParseAddress } from '../lib/address';
 import { recallList, tracePath, neighbour } from '../lib/listmemory';
 import { datasetPath, navigate } from '../lib/router';
-import { buildTree } from '../lib/tree';
+import { buildTree, treeKey } from '../lib/tree';
 import type { Annotation, Me } from '../lib/types';
 import { AnnotationList } from './AnnotationList';
 import { copyText, fmtInt, NotFound } from './common';
@@ -74,9 +74,20 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
     const n = neighbour(mem, m ? decodeURIComponent(m[1]) : id, d);
     if (n) navigate(tracePath(n, mem.q));
   };
+  // In the tree and the timeline, j/k and the arrows move the selected span
+  // and Enter opens or closes it (treeKey); in the chat j/k move the
+  // focused event and the arrows scroll as usual.
+  const onTree = nav.tab !== 'chat';
+  const treeCmd = (key: string) => () => {
+    const r = treeKey(tree, nav.treeState, nav.selected, key);
+    if (r?.state) nav.setTreeState(r.state);
+    if (r?.selected) nav.setSelected(r.selected);
+  };
+  const treeKeys: Record<string, () => void> = onTree ? { ArrowDown: treeCmd('ArrowDown'), ArrowUp: treeCmd('ArrowUp'), ArrowLeft: treeCmd('ArrowLeft'), ArrowRight: treeCmd('ArrowRight'), Enter: treeCmd('Enter') } : {};
   useKeyboardNav({
-    j: () => nav.moveEvent(1),
-    k: () => nav.moveEvent(-1),
+    ...treeKeys,
+    j: onTree ? treeCmd('j') : () => nav.moveEvent(1),
+    k: onTree ? treeCmd('k') : () => nav.moveEvent(-1),
     n: () => nav.step(1),
     p: () => nav.step(-1),
     '/': () => searchBox.current?.focus(),
@@ -159,7 +170,7 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
             ▶
           </button>
         </div>
-        <span class="muted small keys">j/k events · n/p highlights · / find · [ ] traces</span>
+        <span class="muted small keys">{onTree ? 'j/k ↑/↓ spans · Enter ←/→ open/close' : 'j/k events'} · n/p highlights · / find · [ ] traces</span>
       </div>
       {err && <p class="error">{err}</p>}
       <div class="trace-body">

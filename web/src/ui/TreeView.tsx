@@ -1,11 +1,22 @@
-import { useMemo } from 'preact/hooks';
+import { useEffect, useMemo, useRef } from 'preact/hooks';
 import type { HighlightIndex } from '../lib/highlight';
 import { collapseAll, collapseBranch, expandAll, expandBranch, fmtDuration, layoutTimes, spanTimes, toggle, visible, type Expanded, type Node, type Tree } from '../lib/tree';
 import { fmtCost, fmtTokens, spanUsage, type Usage } from '../lib/usage';
 import { fmtInt } from './common';
 import type { Span } from '../lib/types';
 import { CodeBlock, Rich } from './Rich';
-import { VirtualList } from './VirtualList';
+import { VirtualList, type VirtualHandle } from './VirtualList';
+
+/** useShowSelected scrolls a list of rows just enough to show the selected
+ * span whenever the selection moves (by a key, or from a highlight). */
+function useShowSelected(rows: Node[], selected: string | null) {
+  const list = useRef<VirtualHandle | null>(null);
+  useEffect(() => {
+    const i = selected === null ? -1 : rows.findIndex((n) => n.span.id === selected);
+    if (i >= 0) list.current?.scrollTo(i, 'nearest');
+  }, [selected, rows]);
+  return (h: VirtualHandle) => (list.current = h);
+}
 
 const ROW = 30;
 
@@ -61,6 +72,7 @@ function Toolbar(props: TreeProps) {
 export function TreeView(props: TreeProps) {
   const { tree, state, setState, selected, onSelect } = props;
   const rows = useMemo(() => visible(tree, state), [tree, state]);
+  const handle = useShowSelected(rows, selected);
   const render = (i: number) => {
     const n = rows[i];
     const s = n.span;
@@ -71,6 +83,7 @@ export function TreeView(props: TreeProps) {
     return (
       <div
         class={`tree-row ${selected === s.id ? 'selected' : ''}`}
+        aria-current={selected === s.id ? 'true' : undefined}
         data-span={s.id}
         style={{ paddingLeft: `${n.depth * 18 + 4}px` }}
         onClick={() => onSelect(s.id)}
@@ -121,7 +134,7 @@ export function TreeView(props: TreeProps) {
   return (
     <div class="tree">
       <Toolbar {...props} />
-      <VirtualList class="tree-list" count={rows.length} estimate={ROW} fixed render={render} />
+      <VirtualList class="tree-list" count={rows.length} estimate={ROW} fixed render={render} handle={handle} />
     </div>
   );
 }
@@ -129,6 +142,7 @@ export function TreeView(props: TreeProps) {
 export function TimelineView(props: TreeProps) {
   const { tree, state, selected, onSelect } = props;
   const rows = useMemo(() => visible(tree, state), [tree, state]);
+  const handle = useShowSelected(rows, selected);
   const times = useMemo(() => layoutTimes(tree, (s) => spanUsage(s).latencyMs), [tree]);
   const [t0, t1] = useMemo(() => {
     let a = Infinity;
@@ -183,7 +197,7 @@ export function TimelineView(props: TreeProps) {
           ))}
         </span>
       </div>
-      <VirtualList class="tl-list" count={rows.length} estimate={28} fixed render={render} />
+      <VirtualList class="tl-list" count={rows.length} estimate={28} fixed render={render} handle={handle} />
     </div>
   );
 }

@@ -5,9 +5,13 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 
 export interface VirtualHandle {
-  scrollTo(i: number, align?: 'start' | 'center'): void;
+  scrollTo(i: number, align?: Align): void;
   first(): number; // the first row in view
 }
+
+/** Where scrollTo puts the row: at the top, in the middle, or scrolled
+ * only as far as needed to bring it into view (keyboard moves). */
+export type Align = 'start' | 'center' | 'nearest';
 
 export interface VirtualListProps {
   count: number;
@@ -27,7 +31,7 @@ export function VirtualList(props: VirtualListProps) {
   const heights = useRef<Float64Array>(new Float64Array(0));
   const [version, setVersion] = useState(0);
   const [view, setView] = useState({ top: 0, height: 800 });
-  const pending = useRef<{ i: number; align: 'start' | 'center'; tries: number } | null>(null);
+  const pending = useRef<{ i: number; align: Align; tries: number } | null>(null);
 
   // known[i] is 1 once row i has been measured.
   const known = useRef<Uint8Array>(new Uint8Array(0));
@@ -146,7 +150,18 @@ export function VirtualList(props: VirtualListProps) {
     const p = pending.current;
     const el = box.current;
     if (!p || !el) return;
-    const target = p.align === 'center' ? offsets[p.i] - el.clientHeight / 2 + heights.current[p.i] / 2 : offsets[p.i];
+    const top = offsets[p.i];
+    const bottom = top + heights.current[p.i];
+    const target =
+      p.align === 'center'
+        ? top - el.clientHeight / 2 + heights.current[p.i] / 2
+        : p.align === 'nearest'
+          ? top < el.scrollTop
+            ? top
+            : bottom > el.scrollTop + el.clientHeight
+              ? bottom - el.clientHeight
+              : el.scrollTop
+          : top;
     const y = Math.max(0, Math.round(target));
     if (Math.abs(el.scrollTop - y) > 1 && p.tries < 20) {
       el.scrollTop = y;

@@ -24,3 +24,14 @@ describe('keyAction', () => {
     expect(keyAction(key('Escape', { ctrlKey: true }), false, keys)).toEqual({ blur: true });
   });
 });
+
+describe('keyAction on a focused control', () => {
+  test('Enter and Space stay the button\'s or link\'s; other bound keys still run', () => {
+    const ks = { Enter: 1, ' ': 1, j: 1, ArrowDown: 1 };
+    expect(keyAction(key('Enter'), false, ks, true)).toBeNull();
+    expect(keyAction(key(' '), false, ks, true)).toBeNull();
+    expect(keyAction(key('j'), false, ks, true)).toEqual({ run: 'j' });
+    expect(keyAction(key('ArrowDown'), false, ks, true)).toEqual({ run: 'ArrowDown' });
+    expect(keyAction(key('Enter'), false, ks, false)).toEqual({ run: 'Enter' });
+  });
+});

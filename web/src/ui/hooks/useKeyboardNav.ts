@@ -14,9 +14,16 @@ export type KeyAction = { run: string } | { blur: true } | null;
 /** keyAction is what a key does with a page's keymap: run the command bound
  * to it; nothing while a modifier is held or the reader is typing in a
  * field, except that Escape then leaves the field; nothing for other keys. */
-export function keyAction(e: KeyLike, typing: boolean, keys: Readonly<Record<string, unknown>>): KeyAction {
+export function keyAction(e: KeyLike, typing: boolean, keys: Readonly<Record<string, unknown>>, onControl = false): KeyAction {
   if (e.ctrlKey || e.metaKey || e.altKey || typing) return e.key === 'Escape' ? { blur: true } : null;
+  // Enter and Space on a focused button or link are the browser's.
+  if (onControl && (e.key === 'Enter' || e.key === ' ')) return null;
   return Object.hasOwn(keys, e.key) ? { run: e.key } : null;
+}
+
+/** isControl is whether Enter on the element activates it. */
+export function isControl(t: EventTarget | null): boolean {
+  return t instanceof HTMLElement && t.closest('button, a[href], summary, [role="tab"]') !== null;
 }
 
 /** isTyping is whether a key goes to a field being typed in. */
@@ -32,7 +39,7 @@ export function isTyping(t: EventTarget | null): boolean {
 export function useKeyboardNav(keys: Record<string, () => void>) {
   useLayoutEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      const act = keyAction(e, isTyping(e.target), keys);
+      const act = keyAction(e, isTyping(e.target), keys, isControl(e.target));
       if (act && 'blur' in act) {
         if (e.target instanceof HTMLElement) e.target.blur();
       } else if (act) {
