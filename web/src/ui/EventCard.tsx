@@ -1,8 +1,14 @@
 import { Component, type ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+import { prettyJSON } from '../lib/prettyjson';
 import type { Highlight, HighlightIndex } from '../lib/highlight';
 import type { Annotation, Part, ToolCall, TraceEvent } from '../lib/types';
 import { invariantImage, safeHref, safeImageSrc } from '../lib/markdown';
-import { piece, Rich } from './Rich';
+import { looksJSON, piece, Rich } from './Rich';
+import { fmtInt } from './common';
+
+/** Arguments longer than this (as JSON) fold to a few lines. */
+export const ARGS_FOLD = 600;
 
 export interface CardProps {
   i: number;
@@ -25,7 +31,7 @@ export interface CardProps {
 const knownRoles = new Set(['user', 'assistant', 'system', 'tool', 'developer', 'function']);
 
 function prettyArgs(v: unknown): string {
-  if (typeof v === 'string') return v;
+  if (typeof v === 'string') return (looksJSON(v) && prettyJSON(v)?.text) || v;
   return JSON.stringify(v, null, 2) ?? '';
 }
 
@@ -89,6 +95,7 @@ function ArgValue(props: { v: unknown; path: string; hl: HighlightIndex; i: numb
 
 function Call(props: CardProps & { c: ToolCall; k: number }) {
   const { c, k, i, hl, current } = props;
+  const [unfolded, setUnfolded] = useState(false);
   const name = c.function?.name ?? '(no name)';
   const out = c.id ? props.outputIndex.get(c.id) : undefined;
   const args = c.function?.arguments;
@@ -97,6 +104,13 @@ function Call(props: CardProps & { c: ToolCall; k: number }) {
   // function object.
   const whole = [...hl.whole(i, `tool_calls.${k}`), ...hl.whole(i, `tool_calls.${k}.function`)];
   const m = wholeMark(whole, current);
+  // Long arguments fold, unless a highlight lies in them: folding never
+  // hides a search hit, a violation or an annotation.
+  const argPath = `tool_calls.${k}.function.arguments`;
+  const argLen = args == null ? 0 : typeof args === 'string' ? args.length : (JSON.stringify(args)?.length ?? 0);
+  const marked = argLen > ARGS_FOLD && hl.event(i).some((h) => h.field === argPath || h.field.startsWith(argPath + '.'));
+  const long = argLen > ARGS_FOLD && !marked;
+  const folded = long && !unfolded;
   return (
     <div {...m} class={`tool-call${m.class}`} id={c.id ? `call-${c.id}` : undefined} data-call={c.id}>
       <div class="tool-call-head">
@@ -113,7 +127,7 @@ function Call(props: CardProps & { c: ToolCall; k: number }) {
         {whole.length > 0 && <span class={`call-flag flag-${whole[0].kind}`}>{whole[0].kind === 'analyzer' ? '⚠ ' : ''}{whole[0].message}</span>}
       </div>
       {args !== undefined && args !== null && (
-        <div class="tool-args">
+        <div class={`tool-args${folded ? ' folded' : ''}`}>
           {typeof args === 'object' ? (
             <ArgValue v={args} path={`tool_calls.${k}.function.arguments`} hl={hl} i={i} current={current} depth={0} />
           ) : (
@@ -122,6 +136,11 @@ function Call(props: CardProps & { c: ToolCall; k: number }) {
             </pre>
           )}
         </div>
+      )}
+      {long && (
+        <button type="button" class="small fold fold-args" aria-expanded={unfolded} onClick={() => setUnfolded(!unfolded)}>
+          {unfolded ? 'show less' : `show all arguments (${fmtInt(argLen)} characters)`}
+        </button>
       )}
     </div>
   );

@@ -63,12 +63,22 @@ describe('highlights in rendered text', () => {
     expect(marked(raw)).toEqual(['third']);
     expect(raw).toContain('data-line="2"');
   });
-  it('marks exact ranges in a JSON document across its tokens', () => {
+  it('pretty-prints a JSON document, its highlights on the same characters', () => {
     const src = '{"name": "Émile 𝄞", "n": 42}';
     const out = html(src, ['messages.0.content:10-22']);
+    // Printed text is not the source: no offsets for selections.
+    expect(out).toContain('class="md-pre printed"');
+    expect(out).not.toContain('data-o=');
+    // The marked text is the range, split at token edges, with the printer's
+    // line break where the source had a blank.
+    expect(marked(out).join('|').replace(/&quot;/g, '"')).toBe('Émile 𝄞"|,\n  |"n');
+    expect(out.replace(/<[^>]+>/g, '').replace(/&quot;/g, '"')).toContain(JSON.stringify(JSON.parse(src), null, 2));
+  });
+  it('marks exact ranges in a JSON document already printed, with its source offset', () => {
+    const src = '{\n  "name": "Émile 𝄞",\n  "n": 42\n}';
+    const out = html(src, ['messages.0.content:13-18']);
     expect(out).toContain('<code data-o="0">');
-    // The marked text is the range, split at token edges; no text is lost.
-    expect(marked(out).join('|').replace(/&quot;/g, '"')).toBe('Émile 𝄞"|, |"n');
+    expect(marked(out).join('|').replace(/&quot;/g, '"')).toBe('Émile');
     expect(out.replace(/<[^>]+>/g, '').replace(/&quot;/g, '"')).toContain(src);
   });
   it('puts the message on hover and the source offset on every piece', () => {

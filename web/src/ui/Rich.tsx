@@ -7,6 +7,7 @@ import { useState } from 'preact/hooks';
 import type { Highlight } from '../lib/highlight';
 import { segments } from '../lib/highlight';
 import { foldPoint, parseBlocks, tokenizeCode, type Block, type Inline } from '../lib/markdown';
+import { prettyJSON, type Pretty } from '../lib/prettyjson';
 import { fmtInt } from './common';
 
 export interface HlCtx {
@@ -124,6 +125,13 @@ const jsonTokens = cached((src, e) => tokenizeCode(src, 0, e, 'json'));
 const blocksOf = cached((src, end) => parseBlocks(src, end));
 const foldOf = cached((src) => foldPoint(src));
 const isJSON = cached((src) => looksJSON(src));
+const prettyOf = cached((src): Pretty | false => prettyJSON(src) ?? false);
+
+/** prettyCtx moves a field's highlights onto its pretty-printed text. */
+function prettyCtx(p: Pretty, ctx: HlCtx): HlCtx {
+  if (!ctx.ranges.length) return ctx;
+  return { current: ctx.current, ranges: ctx.ranges.map((h) => (h.start === undefined ? h : { ...h, start: p.toPretty(h.start), end: p.toPretty(h.end ?? h.start) })) };
+}
 
 /** codePiece is piece for code: no data-o (the code element carries the
  * block's offset, see sourceOffset) and bare text between tokens, so a
@@ -144,7 +152,7 @@ function codePiece(src: string, s: number, e: number, ctx: HlCtx, out: Component
   }
 }
 
-export function CodeBlock(props: { src: string; s: number; e: number; lang: string; ctx: HlCtx }) {
+export function CodeBlock(props: { src: string; s: number; e: number; lang: string; ctx: HlCtx; printed?: boolean }) {
   const { src, s, e, lang, ctx } = props;
   const toks = s === 0 && lang === 'json' ? jsonTokens(src, e) : tokenizeCode(src, s, e, lang);
   const out: ComponentChildren[] = [];
@@ -156,8 +164,10 @@ export function CodeBlock(props: { src: string; s: number; e: number; lang: stri
   }
   codePiece(src, at, e, ctx, out);
   return (
-    <pre class="md-pre" data-lang={lang || undefined}>
-      <code data-o={s}>{out}</code>
+    <pre class={`md-pre${props.printed ? ' printed' : ''}`} data-lang={lang || undefined}>
+      {/* Pretty-printed text is not the source: no data-o, so a selection
+          in it maps to no address (the Lines view has the source). */}
+      <code data-o={props.printed ? undefined : s}>{out}</code>
     </pre>
   );
 }
@@ -221,21 +231,27 @@ export interface RichProps {
 
 /** Rich shows one text field: markdown, JSON as code, or raw lines. */
 export function Rich(props: RichProps) {
-  const { src, field, ctx, mode } = props;
+  const { field, mode } = props;
   const [expanded, setExpanded] = useState(false);
+  // JSON content reads pretty-printed (the Lines view keeps the source),
+  // its highlights moved onto the printed text; folding is of what shows.
+  const pretty = mode === 'markdown' && isJSON(props.src, 0) ? prettyOf(props.src, 0) : false;
+  const src = pretty ? pretty.text : props.src;
+  const ctx = pretty ? prettyCtx(pretty, props.ctx) : props.ctx;
   const cut = foldOf(src, 0);
   const needOpen =
     props.open || (cut >= 0 && ctx.ranges.some((h) => (h.start ?? 0) >= cut && (h.id === ctx.current || h.kind === 'target')));
   const end = cut >= 0 && !expanded && !needOpen ? cut : src.length;
   let body: ComponentChildren;
   if (mode === 'raw') body = <RawLines src={src} end={end} ctx={ctx} />;
+  else if (pretty) body = <CodeBlock src={src} s={0} e={end} lang="json" ctx={ctx} printed />;
   else if (isJSON(src, 0)) body = <CodeBlock src={src} s={0} e={end} lang="json" ctx={ctx} />;
   else body = blocks(src, blocksOf(src, end), ctx);
   return (
     <div class={`rich rich-${mode}`} data-f={field}>
       {body}
       {cut >= 0 && !needOpen && (
-        <button class="fold" type="button" onClick={() => setExpanded(!expanded)}>
+        <button class="fold" type="button" aria-expanded={expanded} onClick={() => setExpanded(!expanded)}>
           {expanded ? 'show less' : `show more (${fmtInt(src.length - cut)} more characters)`}
         </button>
       )}
