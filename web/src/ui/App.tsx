@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../lib/api';
 import { onLinkClick, parseRoute, useLocation } from '../lib/router';
+import { effectiveTheme, toggleTheme } from '../lib/theme';
 import type { Me } from '../lib/types';
 import { DatasetPage } from './DatasetPage';
 import { Home } from './Home';
@@ -24,6 +25,7 @@ export function App() {
           ◎ Lookout
         </a>
         <span class="spacer" />
+        <ThemeToggle />
         <Account me={me} onChange={refreshMe} />
       </header>
       <main class={`page page-${route.page}`}>
@@ -39,6 +41,31 @@ export function App() {
         )}
       </main>
     </div>
+  );
+}
+
+/** ThemeToggle switches between the light and dark themes (lib/theme). */
+function ThemeToggle() {
+  const [theme, setTheme] = useState(effectiveTheme);
+  // The system's setting may change the theme under the button.
+  useEffect(() => {
+    const f = () => setTheme(effectiveTheme());
+    const mq = matchMedia('(prefers-color-scheme: dark)');
+    mq.addEventListener('change', f);
+    return () => mq.removeEventListener('change', f);
+  }, []);
+  const dark = theme === 'dark';
+  return (
+    <button
+      type="button"
+      class="theme-toggle"
+      aria-pressed={dark}
+      aria-label="dark theme"
+      title={dark ? 'switch to the light theme' : 'switch to the dark theme'}
+      onClick={() => setTheme(toggleTheme())}
+    >
+      {dark ? '☀' : '☾'}
+    </button>
   );
 }
 
