@@ -16,6 +16,10 @@ describe('prettyJSON', () => {
       if (/\s/.test(src[o]) && !inString(src, o)) continue;
       expect(p.text[p.toPretty(o)]).toBe(src[o]);
     }
+    // And back: every printed character but whitespace maps to the same one.
+    for (let q = 0; q < p.text.length; q++) {
+      if (!/\s/.test(p.text[q])) expect(src[p.toSource(q)]).toBe(p.text[q]);
+    }
     // A range over a token maps to the same text.
     const s = src.indexOf('Ana Lima');
     expect(p.text.slice(p.toPretty(s), p.toPretty(s + 8))).toBe('Ana Lima');

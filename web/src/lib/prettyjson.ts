@@ -9,6 +9,9 @@ export interface Pretty {
    * offset in whitespace the printer dropped maps to the end of the token
    * before it. */
   toPretty(o: number): number;
+  /** toSource maps an offset in text back to the source; an offset in
+   * whitespace the printer added maps to the end of the token before it. */
+  toSource(p: number): number;
 }
 
 const INDENT = '  ';
@@ -83,19 +86,18 @@ export function prettyJSON(src: string): Pretty | null {
   }
   const text = out.join('');
   if (text === src) return null;
-  return {
-    text,
-    toPretty(o: number) {
-      // The last chunk starting at or before o.
-      let lo = 0;
-      let hi = cs.length - 1;
-      if (hi < 0 || o < cs[0]) return 0;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >> 1;
-        if (cs[mid] <= o) lo = mid;
-        else hi = mid - 1;
-      }
-      return ps[lo] + Math.min(o - cs[lo], ls[lo]);
-    },
+  // Both starts grow with the chunk index: find the last chunk at or
+  // before an offset in either, and move by the distance into it.
+  const map = (from: number[], to: number[], o: number) => {
+    let lo = 0;
+    let hi = from.length - 1;
+    if (hi < 0 || o < from[0]) return 0;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (from[mid] <= o) lo = mid;
+      else hi = mid - 1;
+    }
+    return to[lo] + Math.min(o - from[lo], ls[lo]);
   };
+  return { text, toPretty: (o) => map(cs, ps, o), toSource: (p) => map(ps, cs, p) };
 }

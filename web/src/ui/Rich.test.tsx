@@ -66,9 +66,7 @@ describe('highlights in rendered text', () => {
   it('pretty-prints a JSON document, its highlights on the same characters', () => {
     const src = '{"name": "Émile 𝄞", "n": 42}';
     const out = html(src, ['messages.0.content:10-22']);
-    // Printed text is not the source: no offsets for selections.
     expect(out).toContain('class="md-pre printed"');
-    expect(out).not.toContain('data-o=');
     // The marked text is the range, split at token edges, with the printer's
     // line break where the source had a blank.
     expect(marked(out).join('|').replace(/&quot;/g, '"')).toBe('Émile 𝄞"|,\n  |"n');

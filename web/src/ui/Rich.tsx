@@ -152,7 +152,11 @@ function codePiece(src: string, s: number, e: number, ctx: HlCtx, out: Component
   }
 }
 
-export function CodeBlock(props: { src: string; s: number; e: number; lang: string; ctx: HlCtx; printed?: boolean }) {
+/** printedCode maps the code element of pretty-printed JSON to its
+ * printer, whose toSource turns a point in it into a source offset. */
+const printedCode = new WeakMap<Element, Pretty>();
+
+export function CodeBlock(props: { src: string; s: number; e: number; lang: string; ctx: HlCtx; printed?: Pretty }) {
   const { src, s, e, lang, ctx } = props;
   const toks = s === 0 && lang === 'json' ? jsonTokens(src, e) : tokenizeCode(src, s, e, lang);
   const out: ComponentChildren[] = [];
@@ -165,9 +169,9 @@ export function CodeBlock(props: { src: string; s: number; e: number; lang: stri
   codePiece(src, at, e, ctx, out);
   return (
     <pre class={`md-pre${props.printed ? ' printed' : ''}`} data-lang={lang || undefined}>
-      {/* Pretty-printed text is not the source: no data-o, so a selection
-          in it maps to no address (the Lines view has the source). */}
-      <code data-o={props.printed ? undefined : s}>{out}</code>
+      <code data-o={s} ref={props.printed ? (el) => void (el && printedCode.set(el, props.printed!)) : undefined}>
+        {out}
+      </code>
     </pre>
   );
 }
@@ -182,7 +186,9 @@ export function sourceOffset(node: Node, offset: number): { at: HTMLElement; o: 
   const r = document.createRange();
   r.setStart(at, 0);
   r.setEnd(node, offset);
-  return { at, o: Number(at.dataset.o) + r.toString().length };
+  const o = Number(at.dataset.o) + r.toString().length;
+  const p = printedCode.get(at);
+  return { at, o: p ? p.toSource(o) : o };
 }
 
 function blocks(src: string, bs: Block[], ctx: HlCtx): ComponentChildren[] {
@@ -244,7 +250,7 @@ export function Rich(props: RichProps) {
   const end = cut >= 0 && !expanded && !needOpen ? cut : src.length;
   let body: ComponentChildren;
   if (mode === 'raw') body = <RawLines src={src} end={end} ctx={ctx} />;
-  else if (pretty) body = <CodeBlock src={src} s={0} e={end} lang="json" ctx={ctx} printed />;
+  else if (pretty) body = <CodeBlock src={src} s={0} e={end} lang="json" ctx={ctx} printed={pretty} />;
   else if (isJSON(src, 0)) body = <CodeBlock src={src} s={0} e={end} lang="json" ctx={ctx} />;
   else body = blocks(src, blocksOf(src, end), ctx);
   return (
