@@ -354,7 +354,7 @@ func (d *decoder) flush() {
 			continue
 		}
 		if len(d.dumpMeta) > 0 {
-			t.Metadata = trace.Fields(d.dumpMeta).Object()
+			t.Metadata = trace.Fields(withSessionFields(d.dumpMeta, t)).Object()
 		}
 		d.queue = append(d.queue, item{t: t})
 		d.traceIndex++
@@ -385,7 +385,7 @@ func langfuseValue(data []byte) (*trace.Trace, error) {
 	}
 	t.ID = lf.traceID
 	t.Name = lf.name
-	t.Metadata = trace.Fields(lf.meta).Object()
+	t.Metadata = trace.Fields(withSessionFields(lf.meta, t)).Object()
 	return t, nil
 }
 

@@ -61,7 +61,12 @@
 // The trace: id = the trace id; name = the first root's name (Langfuse:
 // trace.name); metadata = for a Langfuse export the trace object without its
 // copy of the observations, for an SDK dump the members beside "spans"
-// (any-agent's final_output), otherwise none.
+// (any-agent's final_output), otherwise none; with session_id and user_id
+// added when the spans name them and the metadata does not
+// (trace.SessionKeys, trace.UserKeys): the first of the attributes
+// session.id, gen_ai.conversation.id, langfuse.session.id (the session) and
+// user.id, langfuse.user.id (the user) found on a span, spans in tree order,
+// a span's attributes before its resource's.
 //
 // # Semantic kind
 //

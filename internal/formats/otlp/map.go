@@ -178,6 +178,9 @@ func assemble(traceID string, ordered []*node) *trace.Trace {
 		t.Spans[i] = n.span
 	}
 	t.Events = deriveEvents(ordered)
+	if f := sessionFields(t.Spans); f != nil {
+		t.Metadata = trace.Fields(f).Object()
+	}
 	return t
 }
 
