@@ -63,6 +63,9 @@ type Props struct {
 	Events     int             // the trace's length
 	Annotated  bool            // an annotation other than an analyzer result
 	Violations map[string]bool // policy names with results on the trace; "" when any result
+	// Scores are the values (JSON) of the trace's current scores, whatever
+	// their address, by criterion name.
+	Scores map[string][]string
 }
 
 // Match evaluates the query on one trace: the reference semantics the SQL
@@ -101,7 +104,7 @@ func match(n Node, d *Doc, p Props) bool {
 		return false
 	case Filter:
 		switch n.Field {
-		case "role", "tool", "kind":
+		case "role", "tool", "kind", "session", "user":
 			f := n.Field + ":" + n.Value
 			for _, x := range d.Facets {
 				if x == f {
@@ -117,6 +120,22 @@ func match(n Node, d *Doc, p Props) bool {
 			return p.Dataset == n.Value
 		case "events":
 			return compare(float64(p.Events), n.Op, n.Num)
+		case "score":
+			for _, v := range p.Scores[n.Key] {
+				if x, ok := ScoreNumber(v); ok && compare(x, n.Op, n.Num) {
+					return true
+				}
+			}
+			return false
+		case "verdict":
+			pass, fail := false, false
+			for _, v := range p.Scores[n.Key] {
+				pass, fail = pass || v == "true", fail || v == "false"
+			}
+			if n.Value == "fail" {
+				return fail
+			}
+			return pass && !fail
 		case "meta":
 			if n.Op == "!=" {
 				eq := n
@@ -144,6 +163,16 @@ func (f Filter) MetaHolds(m MetaValue) bool {
 		return strings.Contains(m.Text, f.Value)
 	}
 	return m.IsNum && compare(m.Num, f.Op, f.Num)
+}
+
+// ScoreNumber is the number a score's value (compact JSON) is, when it is
+// one a float64 holds: score: compares no other.
+func ScoreNumber(v string) (float64, bool) {
+	if v == "" || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	return x, err == nil
 }
 
 func compare(a float64, op string, b float64) bool {

@@ -16,7 +16,7 @@ import (
 
 // IndexVersion names the shape of what Index returns. A store whose index
 // was built with another version rebuilds it (lookout reindex).
-const IndexVersion = 2
+const IndexVersion = 3 // 3: session and user facets
 
 // Piece is one searchable string of a trace: Text is the string
 // lower-cased rune by rune (so code point offsets in it are offsets in the
@@ -43,7 +43,7 @@ type MetaValue struct {
 // Doc is what the index keeps of one trace.
 type Doc struct {
 	Pieces []Piece
-	Facets []string // "role:user", "tool:get_order", "kind:retrieval", lower-cased, each once
+	Facets []string // "role:user", "tool:get_order", "kind:retrieval", "session:s1", "user:u1", lower-cased, each once
 	Meta   []MetaValue
 }
 
@@ -108,11 +108,15 @@ func lowerFrom(b []byte, s string, i int) string {
 // each event's content (each text part of a list), each tool call's name
 // and the strings in its arguments (the arguments themselves when they are
 // an unparsed string); each span's name and the strings in its attributes,
-// inputs, outputs and value.
+// inputs, outputs and value; its session and user (trace.SessionAndUser)
+// as facets.
 func Index(t *trace.Trace) Doc {
 	var b docBuilder
 	b.events(t.Events, 0)
 	b.spans(t.Spans)
+	session, user := trace.SessionAndUser(t.Metadata)
+	b.facet("session", session)
+	b.facet("user", user)
 	b.d.Meta = Meta(t.Metadata)
 	return b.d
 }

@@ -22,6 +22,9 @@
 //	meta:model%gpt              a metadata value contains the text
 //	events>20                   trace length; also <, >=, <=, =
 //	dataset:airline             the trace's dataset has that name
+//	session:abc  user:u-1       the trace's session / user id (trace.SessionAndUser) is that
+//	score:accuracy>0.5          a current score of the criterion is a number that compares so; also <, >=, <=, =
+//	verdict:correct=fail        a current score of the criterion is false; =pass: some are true, none false
 //
 // Terms side by side must all hold (AND, also written explicitly); OR binds
 // looser than AND; "-" negates the term or group after it. Parentheses group
@@ -60,12 +63,13 @@ type Text struct {
 }
 
 // Filter holds when the trace has a property: Field is one of role, tool,
-// kind, annotated, violation, meta, events, dataset.
+// kind, session, user, annotated, violation, meta, events, dataset, score,
+// verdict.
 type Filter struct {
 	Field string
-	Key   string  // meta: the metadata key (a dotted path)
-	Op    string  // meta: = != > < >= <= %; events: = > < >= <=
-	Value string  // lower-cased for role, tool, kind, meta; a policy name for violation ("" any)
+	Key   string  // meta: the metadata key (a dotted path); score, verdict: the criterion's name
+	Op    string  // meta: = != > < >= <= %; events, score: = > < >= <=; verdict: =
+	Value string  // lower-cased for role, tool, kind, session, user, meta; a policy name for violation ("" any); pass or fail for verdict
 	Num   float64 // the number for numeric ops, and for = when Value is a number
 	IsNum bool
 	Pos   int
@@ -94,6 +98,8 @@ func (f Filter) String() string {
 		return "meta:" + f.Key + f.Op + strconv.Quote(f.Value)
 	case "events":
 		return "events" + f.Op + f.Value
+	case "score", "verdict":
+		return f.Field + ":" + strconv.Quote(f.Key) + f.Op + f.Value
 	}
 	return f.Field + ":" + strconv.Quote(f.Value)
 }
@@ -463,7 +469,7 @@ func (p *parser) text(t *token) (Node, error) {
 // filters maps a filter name to whether it is one.
 var filters = map[string]bool{
 	"role": true, "tool": true, "kind": true, "is": true, "not": true, "has": true,
-	"meta": true, "dataset": true, "policy": true,
+	"meta": true, "dataset": true, "policy": true, "session": true, "user": true, "score": true, "verdict": true,
 }
 
 func (p *parser) word(t *token) (Node, error) {
@@ -486,7 +492,9 @@ func (p *parser) word(t *token) (Node, error) {
 	valPos := t.pos + utf8.RuneCountInString(t.text[:colon+1])
 	f := Filter{Field: name, Pos: t.pos}
 	switch name {
-	case "role", "tool", "kind", "dataset":
+	case "score", "verdict":
+		return p.criterion(t, f, valPos)
+	case "role", "tool", "kind", "dataset", "session", "user":
 		if rest == "" {
 			return nil, &Error{Pos: valPos, Msg: name + ": needs a value, e.g. " + example[name]}
 		}
@@ -528,6 +536,71 @@ func (p *parser) word(t *token) (Node, error) {
 
 var example = map[string]string{
 	"role": "role:assistant", "tool": "tool:cancel_reservation", "kind": "kind:RETRIEVAL", "dataset": "dataset:airline",
+	"session": "session:3f2a-17", "user": "user:mia_li_3668",
+}
+
+// criterion parses score:NAME<op>NUMBER and verdict:NAME=pass|fail: NAME
+// runs to the first of = < > unless quoted (score:"task success">0.5),
+// and is the criterion's name as saved (case counts).
+func (p *parser) criterion(t *token, f Filter, at int) (Node, error) {
+	raw := []rune(t.raw)[len(f.Field)+1:]
+	var name strings.Builder
+	i := 0
+	if len(raw) > 0 && raw[0] == '"' {
+		for i = 1; i < len(raw) && raw[i] != '"'; i++ {
+			if raw[i] == '\\' && i+1 < len(raw) && (raw[i+1] == '"' || raw[i+1] == '\\') {
+				i++
+			}
+			name.WriteRune(raw[i])
+		}
+		i++ // the closing quote (the lexer saw it)
+	} else {
+		for ; i < len(raw) && !strings.ContainsRune("=<>", raw[i]); i++ {
+			name.WriteRune(raw[i])
+		}
+	}
+	f.Key = name.String()
+	if (len(raw) == 0 || raw[0] != '"') && strings.HasSuffix(f.Key, "!") && i < len(raw) && raw[i] == '=' {
+		return nil, &Error{Pos: at + i - 1, Msg: fmt.Sprintf(`%s: has no "!=": negate the term instead (-%s:%s=...)`, f.Field, f.Field, strings.TrimSuffix(f.Key, "!"))}
+	}
+	want := "score: needs a criterion's name, an operator (= > < >= <=) and a number, e.g. score:accuracy>0.5"
+	if f.Field == "verdict" {
+		want = "verdict: needs a criterion's name, = and pass or fail, e.g. verdict:correct=fail"
+	}
+	if strings.TrimSpace(f.Key) == "" {
+		return nil, &Error{Pos: at, Msg: want}
+	}
+	opAt := at + i
+	rest := string(raw[min(i, len(raw)):])
+	switch {
+	case strings.HasPrefix(rest, ">="), strings.HasPrefix(rest, "<="):
+		f.Op = rest[:2]
+	case rest != "" && strings.ContainsRune("=<>", rune(rest[0])):
+		f.Op = rest[:1]
+	default:
+		return nil, &Error{Pos: opAt, Msg: want}
+	}
+	value := rest[len(f.Op):]
+	vpos := opAt + len(f.Op)
+	if f.Field == "verdict" {
+		f.Value = strings.ToLower(value)
+		if f.Op != "=" || f.Value != "pass" && f.Value != "fail" {
+			if f.Op != "=" {
+				vpos = opAt
+			}
+			return nil, &Error{Pos: vpos, Msg: fmt.Sprintf("verdict:%s takes =pass or =fail", f.Key)}
+		}
+		return f, nil
+	}
+	n, err := strconv.ParseFloat(value, 64)
+	if err != nil || isNaNOrInf(n) {
+		if value == "" {
+			return nil, &Error{Pos: vpos, Msg: f.Op + " needs a number after it"}
+		}
+		return nil, &Error{Pos: vpos, Msg: fmt.Sprintf("%q is not a number; score: compares numbers", value)}
+	}
+	f.Value, f.Num, f.IsNum = value, n, true
+	return f, nil
 }
 
 func (p *parser) meta(t *token, f Filter, rest string, at int) (Node, error) {

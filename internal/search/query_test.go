@@ -65,6 +65,19 @@ func TestParse(t *testing.T) {
 		{`"f(x)"`, `"f(x)"`},
 		{`(refund OR cancel) tool:cancel_reservation -meta:reward=1`, `(and (or "refund" "cancel") tool:"cancel_reservation" (not meta:reward="1"))`},
 		{`日本語`, `"日本語"`},
+		{`session:session_ABC`, `session:"session_abc"`},
+		{`user:"g.aprozeanu"`, `user:"g.aprozeanu"`},
+		{`-session:x`, `(not session:"x")`},
+		{`score:accuracy>0.5`, `score:"accuracy">0.5`},
+		{`score:Accuracy>=1`, `score:"Accuracy">=1`},
+		{`score:x<=-2`, `score:"x"<=-2`},
+		{`score:x<1e3`, `score:"x"<1e3`},
+		{`score:x=0`, `score:"x"=0`},
+		{`score:"task success">0.5`, `score:"task success">0.5`},
+		{`score:"a>b"=1`, `score:"a>b"=1`},
+		{`verdict:correct=fail`, `verdict:"correct"=fail`},
+		{`verdict:correct=PASS`, `verdict:"correct"=pass`},
+		{`verdict:"is polite"=pass`, `verdict:"is polite"=pass`},
 	}
 	for _, c := range cases {
 		q, err := Parse(c.in)
@@ -121,6 +134,20 @@ func TestParseErrors(t *testing.T) {
 		{strings.Repeat("w ", 65), 0, "at most 64"},
 		{strings.Repeat("w", MaxLength+1), 0, "bytes long"},
 		{"a \xff", 2, "not valid UTF-8"},
+		{`session:`, 8, "session: needs a value"},
+		{`user:`, 5, "user: needs a value"},
+		{`score:`, 6, "needs a criterion's name"},
+		{`score:>1`, 6, "needs a criterion's name"},
+		{`score:x`, 7, "an operator"},
+		{`score:x>`, 8, "needs a number"},
+		{`score:x>high`, 8, `"high" is not a number`},
+		{`score:x!=1`, 7, `has no "!="`},
+		{`verdict:x!=pass`, 9, `has no "!="`},
+		{`score:"a b">NaN`, 12, "not a number"},
+		{`verdict:x`, 9, "verdict: needs"},
+		{`verdict:x=maybe`, 10, "=pass or =fail"},
+		{`verdict:x>pass`, 9, "=pass or =fail"},
+		{`verdict:=pass`, 8, "verdict: needs"},
 	}
 	for _, c := range cases {
 		_, err := Parse(c.in)
@@ -309,6 +336,7 @@ func (testDialect) ScanTrace() string                    { return "scan(?)" }
 func (testDialect) Contains(col string) string           { return "instr(" + col + ", ?)" }
 func (testDialect) ExtraMember(col, key string) string   { return col + "." + key }
 func (testDialect) Unindexed(col string) string          { return "+" + col }
+func (testDialect) JSONNumber(col string) string         { return "num(" + col + ")" }
 
 // TestPlanSets: a set the store gives for a rare leaf replaces the leaf's
 // own, in the driver and in the condition; a common leaf is scanned.

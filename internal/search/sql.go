@@ -29,6 +29,10 @@ type Dialect interface {
 	// ExtraMember returns an expression of the string member key of the
 	// JSON object in column.
 	ExtraMember(column, key string) string
+	// JSONNumber returns an expression of the number the JSON text in
+	// column is, when it is a number within float64's range; NULL when it
+	// is not (a boolean, a string, too large).
+	JSONNumber(column string) string
 	// Unindexed returns column such that the planner will not use an index
 	// for a test of it (SQLite's planner, without statistics, would scan a
 	// whole (key, num) range per trace rather than look the trace up).
@@ -100,7 +104,7 @@ func leaf(d Dialect, n Node) (Leaf, bool) {
 		return Leaf{Key: "text " + n.Value, Set: sql, Args: []any{arg}, Word: n.Value}, true
 	case Filter:
 		switch n.Field {
-		case "role", "tool", "kind":
+		case "role", "tool", "kind", "session", "user":
 			f := n.Field + ":" + n.Value
 			return Leaf{Key: "facet " + f, Set: "SELECT trace_id FROM search_facets WHERE facet = ?", Args: []any{f}}, true
 		case "meta":
@@ -238,7 +242,7 @@ func (c *compiler) in(l Leaf) string {
 
 func (c *compiler) filter(f Filter) (string, error) {
 	switch f.Field {
-	case "role", "tool", "kind":
+	case "role", "tool", "kind", "session", "user":
 		l, _ := leaf(c.d, f)
 		if c.plan.Common[l.Key] {
 			c.args = append(c.args, l.Args...)
@@ -266,6 +270,20 @@ func (c *compiler) filter(f Filter) (string, error) {
 	case "events":
 		c.args = append(c.args, int64(f.Num))
 		return "t.event_count " + f.Op + " ?", nil
+	case "score":
+		c.args = append(c.args, f.Key, f.Num)
+		return "EXISTS (SELECT 1 FROM scores s WHERE s.trace_id = t.id AND s.current AND s.criterion = ? AND " +
+			c.d.JSONNumber("s.value") + " " + f.Op + " ?)", nil
+	case "verdict":
+		// As the evaluation summary counts a trace: it fails when any of
+		// its scores on the criterion (one a step) is false.
+		has := "EXISTS (SELECT 1 FROM scores s WHERE s.trace_id = t.id AND s.current AND s.criterion = ? AND s.value = ?)"
+		if f.Value == "fail" {
+			c.args = append(c.args, f.Key, "false")
+			return has, nil
+		}
+		c.args = append(c.args, f.Key, "true", f.Key, "false")
+		return "(" + has + " AND NOT " + has + ")", nil
 	case "meta":
 		neg := ""
 		if f.Op == "!=" {

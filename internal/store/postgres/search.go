@@ -29,6 +29,14 @@ func (dialect) ScanTrace() string {
 }
 func (dialect) Contains(column string) string  { return "strpos(" + column + ", ?) > 0" }
 func (dialect) Unindexed(column string) string { return column }
+
+// JSONNumber is search.Dialect.JSONNumber: numeric first, since a number
+// beyond float8's range would make the cast fail.
+func (dialect) JSONNumber(column string) string {
+	// Nested, as PostgreSQL does not promise the order an AND is tested in.
+	return "(CASE WHEN jsonb_typeof(" + column + "::jsonb) = 'number' THEN CASE WHEN abs((" + column + "::jsonb)::numeric) <= 1.7976931348623157e308 THEN (" +
+		column + "::jsonb)::numeric::float8 END END)"
+}
 func (dialect) ExtraMember(column, key string) string {
 	return "(" + column + "::jsonb ->> '" + key + "')"
 }

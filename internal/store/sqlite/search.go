@@ -28,6 +28,14 @@ func (dialect) ScanTrace() string {
 }
 func (dialect) Contains(column string) string  { return "instr(" + column + ", ?) > 0" }
 func (dialect) Unindexed(column string) string { return "+" + column }
+
+// JSONNumber is search.Dialect.JSONNumber: a number beyond float64's
+// range reads as an infinity, which is left out as PostgreSQL leaves it.
+func (dialect) JSONNumber(column string) string {
+	// Nested, as neither dialect promises the order an AND is tested in.
+	return "(CASE WHEN json_valid(" + column + ") THEN CASE WHEN json_type(" + column + ") IN ('integer', 'real') THEN CASE WHEN abs(CAST(" + column +
+		" AS REAL)) <= 1.7976931348623157e308 THEN CAST(" + column + " AS REAL) END END END)"
+}
 func (dialect) ExtraMember(column, key string) string {
 	return "json_extract(" + column + ", '$." + key + "')"
 }

@@ -138,7 +138,46 @@ func corpusSearchDataset(e *env) (store.Dataset, []string) {
 			e.annotate(id, "analyzer", p2.ID)
 		}
 	}
+	e.scoreCorpus(ids)
 	return d, ids
+}
+
+// scoreCorpus grades the corpus dataset's traces on two criteria: a number
+// ("accuracy": i%10 tenths on every 3rd trace, a label on every 9th, and
+// on every 15th a first grade of 0.95 a second one supersedes) and a
+// verdict ("correct": true on every 4th trace, false on every 6th, and a
+// step's false on every 8th, which fails the trace whatever its own).
+func (e *env) scoreCorpus(ids []string) {
+	e.t.Helper()
+	var first, then []store.Score
+	sc := func(id, addr, crit, v string) store.Score {
+		return store.Score{TraceID: id, Address: addr, Criterion: crit, Value: json.RawMessage(v), Source: "code"}
+	}
+	for i, id := range ids {
+		switch {
+		case i%9 == 0:
+			then = append(then, sc(id, "", "accuracy", `"high"`))
+		case i%3 == 0:
+			if i%15 == 0 {
+				first = append(first, sc(id, "", "accuracy", "0.95"))
+			}
+			then = append(then, sc(id, "", "accuracy", strconv.FormatFloat(float64(i%10)/10, 'f', -1, 64)))
+		}
+		if i%4 == 0 {
+			then = append(then, sc(id, "", "correct", "true"))
+		}
+		if i%6 == 0 {
+			then = append(then, sc(id, "", "correct", "false"))
+		}
+		if i%8 == 0 {
+			then = append(then, sc(id, "messages.0", "correct", "false"))
+		}
+	}
+	for _, b := range [][]store.Score{first, then} {
+		if _, err := e.st.AddScores(e.ctx, b); err != nil {
+			e.t.Fatal(err)
+		}
+	}
 }
 
 func (e *env) annotate(traceID, source, policyID string) {
@@ -245,7 +284,16 @@ func (e *env) bruteForce(d store.Dataset, ids []string) *bruteForce {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		bt.props = search.Props{Dataset: d.Name, Events: len(st.Trace.Events), Violations: map[string]bool{}}
+		bt.props = search.Props{Dataset: d.Name, Events: len(st.Trace.Events), Violations: map[string]bool{}, Scores: map[string][]string{}}
+		scores, err := e.st.ListScores(e.ctx, store.ScoreFilter{TraceID: id})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, sc := range scores {
+			if sc.Current {
+				bt.props.Scores[sc.Criterion] = append(bt.props.Scores[sc.Criterion], string(sc.Value))
+			}
+		}
 		for _, a := range anns {
 			if a.Source != "analyzer" {
 				bt.props.Annotated = true
@@ -323,8 +371,8 @@ var jsonStringToken = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"(\s*:)?`)
 // their arguments (the arguments when they are a string), span names and
 // the strings in attributes, inputs, outputs and value (a span's string
 // holding a JSON object or array: the string values written in it);
-// facets from roles, tool names and span kinds; metadata scalars by dotted
-// path.
+// facets from roles, tool names and span kinds, and the session and user
+// the metadata's top-level keys name; metadata scalars by dotted path.
 func canonicalDoc(canon []byte, orig *[]string) (search.Doc, error) {
 	var doc struct {
 		Metadata json.RawMessage `json:"metadata"`
@@ -466,6 +514,22 @@ func canonicalDoc(canon []byte, orig *[]string) (search.Doc, error) {
 	if m, ok := decode(doc.Metadata).(map[string]any); ok {
 		for k, x := range m {
 			meta(x, k, 1)
+		}
+		// The first key, by precedence, with a non-blank string or a number.
+		for _, w := range []struct {
+			facet string
+			keys  []string
+		}{{"session:", []string{"session_id", "session", "sessionId"}}, {"user:", []string{"user_id", "user", "userId"}}} {
+			for _, k := range w.keys {
+				if v, ok := m[k].(string); ok && strings.TrimSpace(v) != "" {
+					facet(w.facet + v)
+					break
+				}
+				if v, ok := m[k].(json.Number); ok {
+					facet(w.facet + v.String())
+					break
+				}
+			}
 		}
 	}
 	return d, nil
