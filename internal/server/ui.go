@@ -28,6 +28,7 @@ const uiCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 
 var uiPages = []string{
 	"GET /{$}",
 	"GET /datasets/{owner}/{name}",
+	"GET /datasets/{owner}/{name}/sessions/{session}",
 	"GET /traces/{id}",
 }
 
@@ -74,6 +75,9 @@ func (s *Server) preloads(r *http.Request) (preload, boot []string) {
 		return []string{lookup}, nil // the UI served alone
 	}
 	boot = []string{lookup}
+	if r.PathValue("session") != "" {
+		return nil, boot // a session's page searches; it shows no list page
+	}
 	if u, err := s.st.UserByName(r.Context(), owner); err == nil {
 		if d, err := s.st.DatasetByName(r.Context(), u.ID, name); err == nil {
 			boot = append(boot, "/api/v1/datasets/"+url.PathEscape(d.ID)+"/traces?limit="+strconv.Itoa(firstTraces))

@@ -31,7 +31,7 @@ func TestUIPages(t *testing.T) {
 	if err != nil {
 		t.Fatalf("web/dist/index.html: %v (run make web)", err)
 	}
-	for _, path := range []string{"/", "/datasets/alice/airline", "/traces/3f1c", "/traces/a%2Fb"} {
+	for _, path := range []string{"/", "/datasets/alice/airline", "/datasets/alice/airline/sessions/s%2F1", "/traces/3f1c", "/traces/a%2Fb"} {
 		rec := get(t, s, "GET", path)
 		if rec.Code != 200 || rec.Body.String() != string(index) {
 			t.Fatalf("GET %s: %d %.200s", path, rec.Code, rec.Body)
@@ -195,6 +195,8 @@ func TestUIPreloads(t *testing.T) {
 			{"", "/datasets/alice/open", nil, []string{"/api/v1/datasets?owner=alice&name=open", "/api/v1/datasets/" + pub + "/traces?limit=200"}},
 			{"bob", "/datasets/alice/open", nil, []string{"/api/v1/datasets?owner=alice&name=open", "/api/v1/datasets/" + pub + "/traces?limit=200"}},
 			{"alice", "/datasets/nobody/x%20y", nil, []string{"/api/v1/datasets?owner=nobody&name=x+y"}},
+			// A session's page looks its dataset up and lists no page of it.
+			{"alice", "/datasets/alice/mine/sessions/s1", nil, []string{"/api/v1/datasets?owner=alice&name=mine"}},
 			{"alice", "/", nil, nil},
 		}
 		for _, c := range cases {
