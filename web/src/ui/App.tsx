@@ -6,6 +6,7 @@ import type { Me } from '../lib/types';
 import { DatasetPage } from './DatasetPage';
 import { Home } from './Home';
 import { NotFound } from './common';
+import { SessionPage } from './SessionPage';
 import { TracePage } from './TracePage';
 
 export function App() {
@@ -31,6 +32,7 @@ export function App() {
       <main class={`page page-${route.page}`}>
         {route.page === 'home' && <Home me={me} />}
         {route.page === 'dataset' && <DatasetPage key={route.owner + '/' + route.name} owner={route.owner} name={route.name} search={loc.search} me={me} />}
+        {route.page === 'session' && <SessionPage key={route.owner + '/' + route.name + '/' + route.session} owner={route.owner} name={route.name} session={route.session} me={me} />}
         {route.page === 'trace' && <TracePage key={route.id} id={route.id} hash={loc.hash} search={loc.search} me={me} />}
         {route.page === 'notfound' && (
           <NotFound title="Not found" me={me}>

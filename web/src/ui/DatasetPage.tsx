@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../lib/api';
 import { rememberList, tracePath } from '../lib/listmemory';
 import { navigate } from '../lib/router';
+import { SESSION_KEYS, sessionOf, sessionPath } from '../lib/session';
 import type { SearchBackend } from '../lib/search';
 import { serverSearch } from '../lib/serversearch';
 import type { Me } from '../lib/types';
@@ -97,9 +98,12 @@ export function DatasetPage(props: { owner: string; name: string; search: string
     );
   if (!ds) return <p class="muted">Loading…</p>;
   const canWrite = props.me?.user?.name === ds.owner;
+  // A Session column, linking to the session's view, once a loaded trace
+  // names a session (and the window is wide enough for it).
+  const sessions = !narrow && traces.metaKeys.some((k) => SESSION_KEYS.includes(k));
   const grid = narrow
     ? `40px minmax(0,2.5fr) 44px 36px 36px 52px ${cols.map(() => 'minmax(0,1fr)').join(' ')}`
-    : `70px minmax(120px,1fr) minmax(200px,2.5fr) 70px 60px 60px 70px ${cols.map(() => 'minmax(80px,1fr)').join(' ')}`;
+    : `70px minmax(120px,1fr) minmax(200px,2.5fr) 70px 60px 60px 70px ${sessions ? 'minmax(80px,0.8fr) ' : ''}${cols.map(() => 'minmax(80px,1fr)').join(' ')}`;
   const row = (i: number): ComponentChildren => {
     const h = traces.row(i);
     if (!h) return <div class={`trow placeholder ${i === cursor ? 'selected' : ''}`} style={{ gridTemplateColumns: grid }}>…</div>;
@@ -134,6 +138,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
           {d?.violations || ''}
         </span>
         <EvalStatus status={evalStatus.status?.[t.id]} />
+        {sessions && <SessionCell owner={ds.owner} name={ds.name} session={sessionOf(t.metadata)} />}
         {cols.map((c) => (
           <span class="ell">{scalar(t.metadata?.[c])}</span>
         ))}
@@ -253,6 +258,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
               Viol.
             </span>
             <span title="evaluation status (lookout eval, evaluation runs)">Eval</span>
+            {sessions && <span title="the trace's session: open it to see its traces in order">Session</span>}
             {cols.map((c) => (
               <span>{c}</span>
             ))}
@@ -274,6 +280,29 @@ export function DatasetPage(props: { owner: string; name: string; search: string
         </aside>
       </div>
     </div>
+  );
+}
+
+/** SessionCell links a row to its trace's session. The row is a link
+ * already, and links do not nest: this one is a span that navigates. */
+function SessionCell(props: { owner: string; name: string; session: string }) {
+  if (!props.session) return <span class="session-cell" />;
+  const go = (e: Event) => {
+    e.preventDefault();
+    e.stopPropagation();
+    navigate(sessionPath(props.owner, props.name, props.session));
+  };
+  return (
+    <span
+      class="ell session-cell session-link"
+      role="link"
+      tabIndex={0}
+      title={`session ${props.session}: its traces in order`}
+      onClick={go}
+      onKeyDown={(e) => e.key === 'Enter' && go(e)}
+    >
+      {props.session}
+    </span>
   );
 }
 

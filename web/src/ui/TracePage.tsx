@@ -1,8 +1,9 @@
-import { useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type Score } from '../lib/api';
 import { tryParseAddress } from '../lib/address';
 import { recallList, tracePath, neighbour } from '../lib/listmemory';
 import { datasetPath, navigate } from '../lib/router';
+import { sessionOf, sessionPath, userOf } from '../lib/session';
 import { buildTree, treeKey } from '../lib/tree';
 import type { Annotation, Me } from '../lib/types';
 import { AnnotationList } from './AnnotationList';
@@ -39,6 +40,8 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   const [err, setErr] = useState('');
   const [missing, setMissing] = useState(false); // the trace answered 404
   const [dsOwner, setDsOwner] = useState<string | null>(null); // the trace's dataset's owner, once known
+  const [dsName, setDsName] = useState<string | null>(null); // and its name, when the trace has a session
+  const [dsId, setDsId] = useState(''); // the trace's dataset, once its scores said
   const initialQ = new URLSearchParams(props.search).get('q') ?? '';
   const [q, setQ] = useState(initialQ);
   const [activeQ, setActiveQ] = useState(initialQ);
@@ -94,6 +97,20 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
     '[': () => otherTrace(-1),
     ']': () => otherTrace(1),
   });
+  // The dataset is looked up (once) when the page needs its owner (may the
+  // reader write?) or its name (the session's link), and no list said.
+  const inList = !!mem && mem.ids.includes(id);
+  const session = sessionOf(trace?.metadata);
+  useEffect(() => {
+    if (!dsId || dsOwner || inList || !(meName || session)) return;
+    api.dataset(dsId).then(
+      (d) => {
+        setDsOwner(d.owner);
+        setDsName(d.name);
+      },
+      () => {},
+    );
+  }, [dsId, meName, session, inList]);
   const composer = useComposer(trace, notes.create);
   // Only the dataset's owner may annotate, rate and grade (the API refuses
   // others): a reader not logged in, or another user on a public dataset,
@@ -121,6 +138,10 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   const selSpan = nav.selected ? tree.byId.get(nav.selected)?.span : undefined;
   const link = `${location.origin}/traces/${encodeURIComponent(id)}${hash ? '#' + hash : ''}`;
   const sel = composer.selBtn;
+  // The trace's session links to its view once the dataset is known (from
+  // the list it was opened from, else looked up).
+  const user = userOf(trace.metadata);
+  const sessionHref = session && (inList && mem ? sessionPath(mem.owner, mem.name, session) : dsOwner && dsName ? sessionPath(dsOwner, dsName, session) : '');
   const treeProps = { tree, state: nav.treeState, setState: nav.setTreeState, selected: nav.selected, onSelect: nav.setSelected, scores: stepScores(scores) };
   return (
     <div class="trace">
@@ -135,6 +156,19 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
         </h2>
         <span class="muted">
           {partial ? 'loading all events…' : `${fmtInt(events.length)} events`}{hasTree ? ` · ${tree.byId.size} spans` : ''} · {notes.anns.length} annotations
+          {session && (
+            <span class="trace-session">
+              {' · session '}
+              {sessionHref ? (
+                <a class="session-link" href={sessionHref}>
+                  {session}
+                </a>
+              ) : (
+                session
+              )}
+            </span>
+          )}
+          {user && <span class="trace-user">{` · user ${user}`}</span>}
         </span>
         <span class="spacer" />
         <div class="tabs" role="tablist">
@@ -239,7 +273,7 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
             listIds={mem && mem.ids.includes(id) ? mem.ids : null}
             onOpen={(n) => navigate(tracePath(n, mem?.q))}
             onScores={setScores}
-            onDataset={(ds) => meName && !knownOwner && api.dataset(ds).then((d) => setDsOwner(d.owner), () => {})}
+            onDataset={setDsId}
             readOnly={!canWrite}
           />
           {canWrite && composer.target && (
