@@ -38,7 +38,8 @@ The query language (the same as the explorer's search box):
   role:assistant  tool:cancel_reservation  kind:RETRIEVAL
   is:annotated  not:annotated  has:violation  has:violation:"policy"  policy:"policy"
   meta:model=gpt-4o  meta:model!=x  meta:reward>0.5 (< >= <=)  meta:model%gpt
-  events>20  dataset:name
+  events>20  dataset:name  session:ID  user:ID
+  score:accuracy>0.5 (< >= <= =)  verdict:correct=pass  verdict:correct=fail
 
 A query that does not parse is reported with its column and a caret before
 anything is asked of the server.

@@ -3,6 +3,11 @@ import { matchSummary, matchTrace, needsContent, parseQuery, textHits, tokenize 
 import type { Trace, TraceSummary } from './types';
 
 describe('search box parser', () => {
+  it('marks no words for the filters only the server answers', () => {
+    const q = parseQuery('session:"s 1" user:u score:accuracy>0.5 verdict:correct=fail refund');
+    expect(q.words).toEqual(['refund']);
+    expect(q.errors).toEqual([]);
+  });
   it('tokenizes phrases', () => {
     expect(tokenize(' a "b c"  meta:k="x y" ')).toEqual(['a', 'b c', 'meta:k=x y']);
   });

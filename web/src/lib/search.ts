@@ -90,6 +90,12 @@ export function parseQuery(q: string): Query {
         out.filters.push({ kind: 'meta', key: k, op: op as any, value: v, not });
         break;
       }
+      case 'session':
+      case 'user':
+      case 'score':
+      case 'verdict':
+        // Filters only the server answers: no words to mark.
+        break;
       default:
         // Not a filter we know: search for the text itself (URLs, "a:b").
         (not ? out.without : out.words).push(tok.toLowerCase());
