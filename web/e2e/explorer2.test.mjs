@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { api, createDataset, launch, shared, shot, startServer, uploadFile, watch } from './harness.mjs';
+import { api, createDataset, shared, shot, startServer, uploadFile, watch, openPage } from './harness.mjs';
 
 const corpus = join(shared, 'corpus');
 const airlineFile = join(corpus, 'openai/tau-bench/gpt-4o-airline.json');
@@ -16,11 +16,7 @@ let srv, browser, page, problems;
 let airline, airlineIds; // the airline dataset and its trace ids by index
 
 before(async () => {
-  srv = await startServer();
-  browser = await launch();
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.setDefaultTimeout(10000);
-  problems = watch(page);
+  ({ srv, browser, page, problems } = await openPage());
   airline = await createDataset(srv.base, 'airline');
   await uploadFile(srv.base, airline.id, airlineFile);
   airlineIds = (await api(srv.base, 'GET', `/datasets/${airline.id}/traces?limit=1000`)).traces.sort((a, b) => a.index - b.index).map((t) => t.id);

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { api, createDataset, launch, shared, shot, startServer, uploadFile, watch } from './harness.mjs';
+import { api, createDataset, shared, shot, uploadFile, watch, openPage } from './harness.mjs';
 
 const corpus = join(shared, 'corpus');
 
@@ -43,11 +43,7 @@ function payloadTrace() {
 }
 
 before(async () => {
-  srv = await startServer();
-  browser = await launch();
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.setDefaultTimeout(10000);
-  problems = watch(page);
+  ({ srv, browser, page, problems } = await openPage());
   kb = await createDataset(srv.base, 'kb');
   await uploadLines(
     srv.base,

@@ -85,6 +85,16 @@ export async function launch() {
   return chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
 }
 
+/** openPage starts a server (with opts) and a browser page on it, 1400 by
+ * 900, with a 10 s timeout and its problems watched. */
+export async function openPage(opts = {}) {
+  const srv = await startServer(opts);
+  const browser = await launch();
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.setDefaultTimeout(10000);
+  return { srv, browser, page, problems: watch(page) };
+}
+
 /** watch records dialogs, page errors, console errors and CSP reports. */
 export function watch(page) {
   const problems = [];

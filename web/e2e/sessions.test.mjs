@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { api, createDataset, launch, shared, shot, startServer, uploadFile, watch } from './harness.mjs';
+import { api, createDataset, shared, shot, uploadFile, openPage } from './harness.mjs';
 
 const otel = join(shared, 'corpus', 'otel');
 // One file a trace, uploaded in this order: the index of each is its place.
@@ -63,11 +63,7 @@ const accuracy = (i) => (i % 5) / 4;
 const correct = (i) => (i % 3 === 0 ? [false] : i % 2 === 0 ? [true] : i % 7 === 1 ? [true, false] : []);
 
 before(async () => {
-  srv = await startServer();
-  browser = await launch();
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.setDefaultTimeout(10000);
-  problems = watch(page);
+  ({ srv, browser, page, problems } = await openPage());
   ds = await createDataset(srv.base, 'sessions');
   for (const f of files) await uploadFile(srv.base, ds.id, f);
   const stored = (await api(srv.base, 'GET', `/datasets/${ds.id}/traces?limit=1000`)).traces.sort((a, b) => a.index - b.index);
