@@ -2,6 +2,7 @@ package trace
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -351,6 +352,7 @@ func decodePart(s *jsonscan.Scanner, p *Part) error {
 	var textRaw json.RawMessage
 	var text string
 	hasText := false
+	textAt := 0 // where "text" came among the other members kept
 	err := s.Object(func(key string) error {
 		switch key {
 		case "type":
@@ -359,7 +361,7 @@ func decodePart(s *jsonscan.Scanner, p *Part) error {
 			if s.Peek() == jsonscan.String {
 				start := s.Offset()
 				v, err := s.String(key)
-				text, hasText = v, true
+				text, hasText, textAt = v, true, len(p.Extra)
 				textRaw = s.Data()[start:s.Offset()]
 				return err
 			}
@@ -370,8 +372,10 @@ func decodePart(s *jsonscan.Scanner, p *Part) error {
 		if p.Type == "text" {
 			p.Text = text
 		} else {
-			// Only text parts have a model field for text; keep it verbatim.
-			keepRaw(&p.Extra, "text", textRaw)
+			// Only text parts have a model field for text; keep it
+			// verbatim, in its place among the other members, so that the
+			// part reads back as it was written.
+			p.Extra = slices.Insert(p.Extra, min(textAt, len(p.Extra)), Field{Key: "text", Value: Compact(textRaw)})
 		}
 	}
 	return err
