@@ -2,6 +2,7 @@ package search
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -45,6 +46,33 @@ type Doc struct {
 	Pieces []Piece
 	Facets []string // "role:user", "tool:get_order", "kind:retrieval", "session:s1", "user:u1", lower-cased, each once
 	Meta   []MetaValue
+	// Hashes: each piece's TextHash (HashPieces), nil until computed.
+	Hashes []TextHash
+}
+
+// TextHash names a distinct text of the index: the first 16 bytes of its
+// SHA-256.
+type TextHash [16]byte
+
+// HashPieces sets d.Hashes, if not set, hashing each distinct text of the
+// pieces once (a trace repeats its texts: a conversation's history is in
+// each of its model calls).
+func (d *Doc) HashPieces() {
+	if d.Hashes != nil || len(d.Pieces) == 0 {
+		return
+	}
+	hs := make([]TextHash, len(d.Pieces))
+	at := make(map[string]int, len(d.Pieces))
+	for i, p := range d.Pieces {
+		if k, ok := at[p.Text]; ok {
+			hs[i] = hs[k]
+			continue
+		}
+		at[p.Text] = i
+		sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(p.Text), len(p.Text)))
+		hs[i] = TextHash(sum[:16])
+	}
+	d.Hashes = hs
 }
 
 // Lower lower-cases s rune by rune, keeping the number of code points: it

@@ -34,25 +34,58 @@ func sessionFields(spans []trace.Span) []trace.Field {
 }
 
 func firstAttr(spans []trace.Span, keys []string) string {
-	for _, k := range keys {
-		quoted := trace.AppendString(nil, k)
-		for i := range spans {
-			for _, obj := range [...]json.RawMessage{spans[i].Attributes, spans[i].Extra.Get("resource")} {
-				// Most spans name none: a look for the key's text spares
-				// decoding their attributes.
-				if !bytes.Contains(obj, quoted) {
-					continue
-				}
-				var m map[string]json.RawMessage
-				if json.Unmarshal(obj, &m) == nil {
-					if id := trace.IDValue(m[k]); id != "" {
-						return id
-					}
+	// One pass over each object finds which keys it names (all end in
+	// ".id"): most spans name none, and their attributes are long.
+	type named struct {
+		obj  json.RawMessage
+		keys uint64
+	}
+	var found []named
+	var any uint64
+	for i := range spans {
+		for _, obj := range [...]json.RawMessage{spans[i].Attributes, spans[i].Extra.Get("resource")} {
+			ks := keysNamed(obj, keys)
+			found = append(found, named{obj, ks})
+			any |= ks
+		}
+	}
+	if any == 0 {
+		return ""
+	}
+	for k, key := range keys {
+		for _, f := range found {
+			if f.keys&(1<<k) == 0 {
+				continue
+			}
+			var m map[string]json.RawMessage
+			if json.Unmarshal(f.obj, &m) == nil {
+				if id := trace.IDValue(m[key]); id != "" {
+					return id
 				}
 			}
 		}
 	}
 	return ""
+}
+
+// keysNamed is the set (bit k for keys[k]) of keys, each ending in ".id",
+// whose quoted text is in obj.
+func keysNamed(obj []byte, keys []string) uint64 {
+	var set uint64
+	for rest, at := obj, 0; ; {
+		i := bytes.Index(rest, []byte(`.id"`))
+		if i < 0 {
+			return set
+		}
+		end := at + i + len(`.id"`)
+		for k, key := range keys {
+			start := end - len(key) - 2
+			if start >= 0 && obj[start] == '"' && string(obj[start+1:end-1]) == key {
+				set |= 1 << k
+			}
+		}
+		rest, at = obj[end:], end
+	}
 }
 
 // withSessionFields is the metadata fields with the session and user of

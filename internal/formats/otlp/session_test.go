@@ -97,3 +97,30 @@ func TestSessionMetadataKept(t *testing.T) {
 		}
 	}
 }
+
+// keysNamed finds a key only as a whole quoted key, and every key it is
+// given ends in ".id", which its one pass looks for.
+func TestKeysNamed(t *testing.T) {
+	keys := append(append([]string(nil), sessionAttrs...), userAttrs...)
+	for _, k := range keys {
+		if !strings.HasSuffix(k, ".id") {
+			t.Fatalf("key %q does not end in .id: keysNamed would not find it", k)
+		}
+	}
+	for _, c := range []struct {
+		obj  string
+		want uint64
+	}{
+		{`{}`, 0},
+		{`{"session.id":"s1"}`, 1},
+		{`{"gen_ai.response.id":"r","user.id":"u"}`, 1 << 3},
+		{`{"langfuse.session.id":"s","x":"session.id"}`, 1<<2 | 1},
+		{`{"my.session.id":"s","xuser.id":"u"}`, 0},
+		{`{"gen_ai.conversation.id":"c","langfuse.user.id":"u"}`, 1<<1 | 1<<4},
+		{`.id"`, 0},
+	} {
+		if got := keysNamed([]byte(c.obj), keys); got != c.want {
+			t.Errorf("keysNamed(%s) = %b, want %b", c.obj, got, c.want)
+		}
+	}
+}

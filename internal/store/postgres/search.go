@@ -103,7 +103,7 @@ func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.I
 		clear(seen)
 		held := []int64{} // not NULL: a trace may hold no text
 		for k := range d.Pieces {
-			if t := textIDs[dh.Hashes[k]]; !seen[t] {
+			if t := textIDs[d.Hashes[k]]; !seen[t] {
 				seen[t] = true
 				held = append(held, t)
 			}

@@ -90,7 +90,7 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 		clear(seen)
 		list, tokens = append(list[:0], '['), tokens[:0]
 		for k := range d.Pieces {
-			t := textIDs[dh.Hashes[k]]
+			t := textIDs[d.Hashes[k]]
 			if seen[t] {
 				continue
 			}

@@ -376,6 +376,7 @@ func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows, held
 		wg.Go(func() {
 			for j := range jobs {
 				d := search.Index(j.t)
+				d.HashPieces()
 				docs[j.at].Doc = &d
 			}
 		})

@@ -9,7 +9,6 @@ package storeutil
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -383,22 +382,12 @@ func PolicyIDs(ps []store.Policy) map[string]string {
 
 // TextHash names a distinct text of the search index: the first 16 bytes
 // of its SHA-256.
-type TextHash [16]byte
+type TextHash = search.TextHash
 
-// HashPieces hashes the text of each piece.
-func HashPieces(ps []search.Piece) []TextHash {
-	hs := make([]TextHash, len(ps))
-	for i, p := range ps {
-		sum := sha256.Sum256([]byte(p.Text))
-		hs[i] = TextHash(sum[:16])
-	}
-	return hs
-}
-
-// IndexDoc is a trace's index document with its pieces' hashes.
+// IndexDoc is a trace's index document (its pieces' hashes in
+// Doc.Hashes, computed by DistinctTexts when nil).
 type IndexDoc struct {
-	Doc    *search.Doc
-	Hashes []TextHash // nil: to be computed
+	Doc *search.Doc
 }
 
 // DistinctTexts fills in missing hashes and returns the distinct texts of
@@ -410,11 +399,9 @@ func DistinctTexts(docs []IndexDoc) map[TextHash]string {
 	}
 	texts := make(map[TextHash]string, n)
 	for i := range docs {
-		d := &docs[i]
-		if d.Hashes == nil {
-			d.Hashes = HashPieces(d.Doc.Pieces)
-		}
-		for k, p := range d.Doc.Pieces {
+		d := docs[i].Doc
+		d.HashPieces()
+		for k, p := range d.Pieces {
 			texts[d.Hashes[k]] = p.Text
 		}
 	}
