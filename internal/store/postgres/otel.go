@@ -53,7 +53,7 @@ func (r spanReader) TraceOf(ctx context.Context, datasetID, otelTraceID string) 
 }
 
 func (r spanReader) Spans(ctx context.Context, traceID string) (spanstore.Rows, error) {
-	return r.query(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = $1`, traceID)
+	return r.query(ctx, `SELECT span_id, data FROM otel_span_parts WHERE trace_id = $1 ORDER BY id`, traceID)
 }
 
 func (r spanReader) CountPending(ctx context.Context) (spanstore.Rows, error) {
@@ -154,22 +154,18 @@ func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Ro
 	return err
 }
 
-// UpsertSpans writes the spans in one statement: arrays of trace ids,
-// span ids and data unnested into rows.
-func (t spanTx) UpsertSpans(ctx context.Context, spans []spanstore.TraceSpans) error {
-	var tids, ids []string
-	var data [][]byte
-	for _, ts := range spans {
-		for _, sp := range ts.Spans {
-			tids, ids, data = append(tids, ts.TraceID), append(ids, sp.SpanID), append(data, sp.Data)
-		}
-	}
-	if len(ids) == 0 {
+// InsertSpanParts writes the parts in one statement: arrays of trace
+// ids, span ids and data; ids follow the arrays' order.
+func (t spanTx) InsertSpanParts(ctx context.Context, parts []spanstore.SpanPart) error {
+	if len(parts) == 0 {
 		return nil
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO otel_spans (trace_id, span_id, data)
-		SELECT tr, s, d FROM unnest($1::uuid[], $2::text[], $3::bytea[]) AS t (tr, s, d)
-		ON CONFLICT (trace_id, span_id) DO UPDATE SET data = excluded.data`, tids, ids, data)
+	tids, ids, data := make([]string, len(parts)), make([]string, len(parts)), make([][]byte, len(parts))
+	for i, p := range parts {
+		tids[i], ids[i], data[i] = p.TraceID, p.SpanID, p.Data
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO otel_span_parts (trace_id, span_id, data)
+		SELECT tr, s, d FROM unnest($1::uuid[], $2::text[], $3::bytea[]) WITH ORDINALITY AS t (tr, s, d, n) ORDER BY n`, tids, ids, data)
 	return err
 }
 

@@ -37,6 +37,29 @@ func TestCrash(t *testing.T) {
 		func(ctx context.Context, dsn string) (store.Store, error) { return Open(ctx, dsn) })
 }
 
+// TestMigrateSpanParts: spans stored a row each build as before, and
+// join those accepted since.
+func TestMigrateSpanParts(t *testing.T) {
+	url := pgtest.URL(t)
+	cc, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDB(*cc)
+	p, err := sqlstore.Migrations(db, goose.DialectPostgres, migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.MigrateSpanParts(t, p, db, "now()", "true", func() store.Store {
+		st, err := Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}
+
 // TestMigratePolicyMode: a policy saved before policies had a mode comes out
 // of the migration as log, and the column takes nothing but block or log.
 func TestMigratePolicyMode(t *testing.T) {

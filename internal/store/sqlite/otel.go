@@ -44,7 +44,7 @@ func (r spanReader) TraceOf(ctx context.Context, datasetID, otelTraceID string) 
 }
 
 func (r spanReader) Spans(ctx context.Context, traceID string) (spanstore.Rows, error) {
-	return r.query(ctx, `SELECT span_id, data FROM otel_spans WHERE trace_id = ?`, traceID)
+	return r.query(ctx, `SELECT span_id, data FROM otel_span_parts WHERE trace_id = ? ORDER BY id`, traceID)
 }
 
 func (r spanReader) CountPending(ctx context.Context) (spanstore.Rows, error) {
@@ -134,15 +134,12 @@ func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Ro
 	return err
 }
 
-func (t spanTx) UpsertSpans(ctx context.Context, spans []spanstore.TraceSpans) error {
-	b := batcher{tx: t.tx, head: `INSERT INTO otel_spans (trace_id, span_id, data) VALUES `,
-		tail: ` ON CONFLICT (trace_id, span_id) DO UPDATE SET data = excluded.data`, cols: 3}
+func (t spanTx) InsertSpanParts(ctx context.Context, parts []spanstore.SpanPart) error {
+	b := batcher{tx: t.tx, head: `INSERT INTO otel_span_parts (trace_id, span_id, data) VALUES `, cols: 3}
 	defer b.close()
-	for _, ts := range spans {
-		for _, sp := range ts.Spans {
-			if err := b.add(ctx, ts.TraceID, sp.SpanID, sp.Data); err != nil {
-				return err
-			}
+	for _, p := range parts {
+		if err := b.add(ctx, p.TraceID, p.SpanID, p.Data); err != nil {
+			return err
 		}
 	}
 	return b.flush(ctx)

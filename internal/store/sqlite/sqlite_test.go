@@ -113,6 +113,21 @@ func TestMigratePolicyMode(t *testing.T) {
 	})
 }
 
+// TestMigrateSpanParts: spans stored a row each build as before, and
+// join those accepted since.
+func TestMigrateSpanParts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lookout.db")
+	db, err := sql.Open("sqlite", path+"?_foreign_keys=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sqlstore.Migrations(db, goose.DialectSQLite3, migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.MigrateSpanParts(t, p, db, "0", "1", func() store.Store { return openStore(t, path) })
+}
+
 // TestLockedIsUnavailable: a write that waits in vain for a lock another
 // process holds is store.ErrUnavailable (503, retry), and goes through
 // once the lock is let go.

@@ -8,6 +8,7 @@ package spanstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -48,7 +49,8 @@ type Reader interface {
 	// TraceOf selects the trace_id stored for an OpenTelemetry trace in a
 	// dataset (no row for none).
 	TraceOf(ctx context.Context, datasetID, otelTraceID string) (Rows, error)
-	// Spans selects the span_id and data of a trace's spans.
+	// Spans selects the span_id and data of a trace's span parts
+	// (SpanPart), in the order they were written.
 	Spans(ctx context.Context, traceID string) (Rows, error)
 	// Pending selects the trace_id, otel_trace_id, seq and fresh of the
 	// pending traces f selects, those pending longest first; nil Rows when
@@ -74,9 +76,9 @@ type Tx interface {
 	// UpdateTrace replaces a stored trace's name, metadata, events and
 	// content with those of r.
 	UpdateTrace(ctx context.Context, traceID string, r *storeutil.Row) error
-	// UpsertSpans writes traces' spans, replacing those with the same
-	// span ids (a trace and span id once in all).
-	UpsertSpans(ctx context.Context, spans []TraceSpans) error
+	// InsertSpanParts writes rows of traces' spans, after those written
+	// before.
+	InsertSpanParts(ctx context.Context, parts []SpanPart) error
 	// Mark marks traces pending, or moves their marks on (touched, seq +
 	// 1), in the order given (a trace once).
 	Mark(ctx context.Context, datasetID string, marks []Mark, now time.Time) error
@@ -183,7 +185,7 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 			}
 			written = append(written, tid)
 			committed = append(committed, builtTrace{tid, bt})
-			if err := tx.UpsertSpans(ctx, []TraceSpans{{tid, bt.Write}}); err != nil {
+			if err := tx.InsertSpanParts(ctx, partsOf([]TraceSpans{{tid, bt.Write}})); err != nil {
 				return err
 			}
 			// Built from all its spans: a mark AcceptSpans left is met.
@@ -311,7 +313,7 @@ func (t Traces) AcceptSpans(ctx context.Context, ownerID, datasetID string, grou
 				return err
 			}
 		}
-		if err := tx.UpsertSpans(ctx, writes); err != nil {
+		if err := tx.InsertSpanParts(ctx, partsOf(writes)); err != nil {
 			return err
 		}
 		// Marks are taken in trace id order, as BuildPendingSpans takes them, so
@@ -450,7 +452,14 @@ func readSpans(ctx context.Context, q Reader, traceID string) (map[string][]byte
 			rows.Close()
 			return nil, err
 		}
-		spans[id] = data
+		if id != "" {
+			spans[id] = data
+			continue
+		}
+		if err := unpackSpans(data, func(id string, d []byte) { spans[id] = d }); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("stored spans of trace %s: %w", traceID, err)
+		}
 	}
 	return spans, done(rows)
 }
