@@ -375,7 +375,7 @@ func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows, held
 	for range workers {
 		wg.Go(func() {
 			for j := range jobs {
-				d := search.Index(j.t)
+				d := search.IndexTexts(j.t)
 				d.HashPieces()
 				docs[j.at].Doc = &d
 			}
