@@ -34,19 +34,23 @@ func IndexPath(path string) string { return path + "-search" }
 // indexSchema is the version of the statements below; with
 // search.IndexVersion it is kept in search_state, and an index of another
 // version is dropped and rebuilt.
-const indexSchema = 5
+const indexSchema = 6
 
 var indexTables = []string{
-	// Each distinct text once (agents repeat system prompts, tool names and
-	// outputs across traces): the full-text index covers these rows only.
-	// hash: the first 16 bytes of the text's SHA-256. The text is
-	// lower-cased (code point offsets stay those of the original), and
-	// FTS5's trigram tokenizer makes any substring of 3 or more characters
-	// an index lookup. New texts enter search_fts in one statement
-	// (insertDocs), not by a trigger, for the reason given there.
+	// The texts the traces hold: the full-text index covers these rows
+	// only. Agents repeat their system prompts, tool names and outputs
+	// across traces: a text the indexer met recently (textCache) is
+	// referred to by its id, not written again. A text met long ago, or by
+	// another process, may be written again: a second row matches a search
+	// as the first does, and each row goes once no trace holds it. There is
+	// no index by content: one keyed by a hash (random) touched a page a
+	// new text, and looking texts up in it was a third of the index's
+	// writes. The text is lower-cased (code point offsets stay those of
+	// the original), and FTS5's trigram tokenizer makes any substring of 3
+	// or more characters an index lookup. New texts enter search_fts in one
+	// statement (insertDocs), not by a trigger, for the reason given there.
 	`CREATE TABLE search_texts (
 		id   INTEGER PRIMARY KEY,
-		hash BLOB NOT NULL UNIQUE,
 		text TEXT NOT NULL
 	)`,
 	`CREATE VIRTUAL TABLE search_fts USING fts5 (

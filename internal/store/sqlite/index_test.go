@@ -8,6 +8,7 @@ import (
 
 	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/store/storetest"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
@@ -143,5 +144,128 @@ func TestTextCacheAcrossProcesses(t *testing.T) {
 	second := push(a)
 	if got := found(a); len(got) != 1 || got[0] != second {
 		t.Fatalf("the text pushed again after the other store deleted it: found %v, want [%s]", got, second)
+	}
+}
+
+// TestTextWrittenTwice: a text two processes each write (neither has met
+// it) is two rows; a search finds the traces of both, and each row goes
+// once no trace holds it.
+func TestTextWrittenTwice(t *testing.T) {
+	t.Setenv("LOOKOUT_INDEXER", "off") // searches index their dataset themselves
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "lookout.db")
+	a, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	u, err := a.CreateUser(ctx, "u", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := a.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := search.Parse("zqtwiceword")
+	if err != nil {
+		t.Fatal(err)
+	}
+	push := func(st *Store) string {
+		t.Helper()
+		ids, err := st.AddTraces(ctx, u.ID, d.ID, []store.NewTrace{{Trace: &trace.Trace{
+			Events: []trace.Event{{Role: "user", Content: trace.TextContent("the zqtwiceword text")}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids[0]
+	}
+	found := func(st *Store) int {
+		t.Helper()
+		res, err := st.SearchTraces(ctx, d.ID, q, store.SearchOptions{Page: store.Page{Limit: 10}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Traces)
+	}
+	texts := func() int64 {
+		t.Helper()
+		var n int64
+		if err := a.r.QueryRowContext(ctx, `SELECT count(*) FROM search_texts WHERE text = 'the zqtwiceword text'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	first := push(a)
+	if found(a) != 1 {
+		t.Fatal("first push not found")
+	}
+	second := push(b)
+	if got := found(b); got != 2 {
+		t.Fatalf("found %d traces, want 2", got)
+	}
+	if n := texts(); n != 2 {
+		t.Fatalf("%d rows of the text, want 2 (each process wrote it)", n)
+	}
+	third := push(a) // a has met it: no third row
+	if got := found(a); got != 3 || texts() != 2 {
+		t.Fatalf("found %d traces over %d rows, want 3 over 2", got, texts())
+	}
+	for i, id := range []string{first, second, third} {
+		if err := a.DeleteTrace(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if got := found(a); got != 2-i {
+			t.Fatalf("after %d deletes: found %d, want %d", i+1, got, 2-i)
+		}
+	}
+	if n := texts(); n != 0 {
+		t.Fatalf("%d rows of the text left once no trace holds it", n)
+	}
+}
+
+// TestTextCacheGenerations: a text met again stays cached when the newer
+// generation fills; one not met again is dropped with the older.
+func TestTextCacheGenerations(t *testing.T) {
+	var c textCache
+	c.learned(0, 0, nil) // starts the cache at gen 0
+	hash := func(i int) storeutil.TextHash {
+		var h storeutil.TextHash
+		h[0], h[1], h[2] = byte(i), byte(i>>8), byte(i>>16)
+		return h
+	}
+	keep, drop := hash(1<<20-1), hash(1<<20-2)
+	c.learned(0, 0, map[storeutil.TextHash]int64{keep: 1, drop: 2})
+	fill := func(from int) {
+		m := map[storeutil.TextHash]int64{}
+		for i := from; i < from+maxCachedTexts; i++ {
+			m[hash(i)] = int64(i + 10)
+		}
+		c.learned(0, 0, m)
+	}
+	lookup := func(h storeutil.TextHash) bool {
+		got := map[storeutil.TextHash]int64{}
+		c.known(0, map[storeutil.TextHash]string{h: ""}, got)
+		_, ok := got[h]
+		return ok
+	}
+	fill(0)
+	if !lookup(keep) { // met again: moves into the newer generation
+		t.Fatal("a text of the older generation was not found")
+	}
+	fill(maxCachedTexts)
+	if !lookup(keep) {
+		t.Error("a text met again was dropped")
+	}
+	if lookup(drop) {
+		t.Error("a text not met again for two generations is still cached")
+	}
+	if len(c.ids)+len(c.old) > 2*maxCachedTexts {
+		t.Errorf("the cache holds %d entries", len(c.ids)+len(c.old))
 	}
 }

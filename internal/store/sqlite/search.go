@@ -62,7 +62,7 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM search_texts`).Scan(&lastText); err != nil {
 		return nil, err
 	}
-	textIDs, err := textIDs(ctx, tx, texts, known)
+	textIDs, err := textIDs(ctx, tx, texts, lastText, known)
 	if err != nil {
 		return nil, err
 	}
@@ -165,61 +165,32 @@ type stepTexts struct {
 	learned map[storeutil.TextHash]int64
 }
 
-// textIDs returns the row id of each distinct text (by hash), inserting
-// the texts the index does not hold yet; known (nil for none) gives the
-// ids cached and takes those looked up or inserted.
-func textIDs(ctx context.Context, tx *sql.Tx, texts map[storeutil.TextHash]string, known *stepTexts) (map[storeutil.TextHash]int64, error) {
+// textIDs returns the row id of each distinct text (by hash): those known
+// (nil for none) cached, the others written as new rows after lastText,
+// the largest id before (the step holds the index's writer lock). known
+// takes the ids written.
+func textIDs(ctx context.Context, tx *sql.Tx, texts map[storeutil.TextHash]string, lastText int64, known *stepTexts) (map[storeutil.TextHash]int64, error) {
 	ids := make(map[storeutil.TextHash]int64, len(texts))
 	if known != nil {
 		known.cache.known(known.gen, texts, ids)
 	}
-	cached := len(ids)
-	scanID := func(rows *sql.Rows) error {
-		var b []byte
-		var id int64
-		if err := rows.Scan(&b, &id); err != nil {
-			return err
+	ins := batcher{tx: tx, head: "INSERT INTO search_texts (id, text) VALUES ", cols: 2}
+	defer ins.close()
+	next := lastText
+	for h, text := range texts {
+		if _, ok := ids[h]; ok {
+			continue
 		}
-		ids[storeutil.TextHash(b)] = id
-		return nil
-	}
-	distinct := make([]storeutil.TextHash, 0, len(texts)-cached)
-	for h := range texts {
-		if _, ok := ids[h]; !ok {
-			distinct = append(distinct, h)
+		next++
+		ids[h] = next
+		if known != nil {
+			known.learned[h] = next
 		}
-	}
-	for hs := distinct; len(hs) > 0; {
-		chunk := hs[:min(len(hs), 500)]
-		hs = hs[len(chunk):]
-		args := make([]any, len(chunk))
-		for i, h := range chunk {
-			args[i] = h[:]
-		}
-		rows, err := tx.QueryContext(ctx, `SELECT hash, id FROM search_texts WHERE hash IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
-		if err := eachRow(rows, err, scanID); err != nil {
+		if err := ins.add(ctx, next, text); err != nil {
 			return nil, err
 		}
 	}
-	// New texts say their ids as they go in: no second lookup.
-	ins := batcher{tx: tx, head: "INSERT INTO search_texts (hash, text) VALUES ", tail: " RETURNING hash, id", cols: 2, scan: scanID}
-	defer ins.close()
-	for _, h := range distinct {
-		if _, ok := ids[h]; !ok {
-			if err := ins.add(ctx, h[:], texts[h]); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := ins.flush(ctx); err != nil {
-		return nil, err
-	}
-	if known != nil {
-		for _, h := range distinct {
-			known.learned[h] = ids[h]
-		}
-	}
-	return ids, nil
+	return ids, ins.flush(ctx)
 }
 
 // markTexts notes the text ids a query returns in a temporary table; after
