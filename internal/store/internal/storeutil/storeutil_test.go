@@ -175,10 +175,27 @@ func corpusTraces(tb testing.TB) []*trace.Trace {
 
 func TestContentRoundTrip(t *testing.T) {
 	var plain, deflated int
+	w, _ := flate.NewWriter(nil, flate.BestSpeed)
 	for i, tr := range corpusTraces(t) {
 		data, enc := EncodeContent(tr)
-		if enc == EncDeflate {
+		if enc == EncZstd {
 			deflated++
+			// A row written before zstd (deflated) still reads.
+			var buf bytes.Buffer
+			w.Reset(&buf)
+			raw, err := zstdDecoder().DecodeAll(data, nil)
+			if err != nil {
+				t.Fatalf("trace %d: %v", i, err)
+			}
+			w.Write(raw)
+			w.Close()
+			old, err := DecodeContent(buf.Bytes(), EncDeflate, tr.Metadata)
+			if err != nil {
+				t.Fatalf("trace %d deflated: %v", i, err)
+			}
+			if a, b := trace.AppendTrace(nil, tr), trace.AppendTrace(nil, old); !bytes.Equal(a, b) {
+				t.Fatalf("trace %d deflated changed:\n%s\n%s", i, a, b)
+			}
 		} else {
 			plain++
 		}
@@ -194,10 +211,16 @@ func TestContentRoundTrip(t *testing.T) {
 		}
 	}
 	if plain == 0 || deflated == 0 {
-		t.Errorf("expected both plain (%d) and deflated (%d) contents from the corpus", plain, deflated)
+		t.Errorf("expected both plain (%d) and compressed (%d) contents from the corpus", plain, deflated)
 	}
 	if _, err := DecodeContent([]byte("xx"), EncDeflate, nil); err == nil {
 		t.Error("corrupt deflate content decoded without error")
+	}
+	z, _ := EncodeContent(&trace.Trace{Name: strings.Repeat("n", 2*CompressAbove)})
+	for _, bad := range [][]byte{[]byte("xx"), z[:len(z)-3], append(append([]byte(nil), z[:8]...), make([]byte, 8)...)} {
+		if _, err := DecodeContent(bad, EncZstd, nil); err == nil {
+			t.Errorf("corrupt zstd content %x decoded without error", bad)
+		}
 	}
 	if _, err := DecodeContent([]byte("{}"), 7, nil); err == nil {
 		t.Error("unknown encoding decoded without error")
@@ -270,6 +293,20 @@ func BenchmarkContent(b *testing.B) {
 			b.ReportMetric(float64(out)/float64(total), "ratio")
 		})
 	}
+	b.Run("zstd-fastest", func(b *testing.B) {
+		var out int
+		var buf []byte
+		start := time.Now()
+		for b.Loop() {
+			out = 0
+			for _, raw := range raws {
+				buf = zstdEncoder().EncodeAll(raw, buf[:0])
+				out += len(buf)
+			}
+		}
+		b.ReportMetric(float64(total)*float64(b.N)/time.Since(start).Seconds()/1e6, "MB/s")
+		b.ReportMetric(float64(out)/float64(total), "ratio")
+	})
 	for _, above := range []int{0, 1 << 10, 4 << 10, 16 << 10} {
 		b.Run(fmt.Sprintf("BestSpeed-above-%d", above), func(b *testing.B) {
 			w, _ := flate.NewWriter(nil, flate.BestSpeed)
@@ -368,13 +405,13 @@ func TestEncodeContentMemory(t *testing.T) {
 	raw := len(trace.AppendTrace(nil, tr))
 	var content []byte
 	got := allocated(func() { content, _ = EncodeContent(tr) })
-	// The buffer for the trace, and the one for it deflated (a third of it),
+	// The buffer for the trace, and the one for it compressed (a quarter),
 	// plus the compressor's state (about 1 MB: pooled, but the race
 	// detector's pool drops what it is given at random).
 	if limit := uint64(raw)*7/4 + 1<<20; got > limit {
 		t.Errorf("EncodeContent of a %d-byte trace allocated %d bytes (%.1f per byte), want at most %d", raw, got, float64(got)/float64(raw), limit)
 	}
-	back, err := DecodeContent(content, EncDeflate, nil)
+	back, err := DecodeContent(content, EncZstd, nil)
 	if err != nil || back.Events[0].Content.Text != text {
 		t.Fatalf("the trace does not read back: %v", err)
 	}
@@ -411,7 +448,7 @@ func TestAppendContent(t *testing.T) {
 			}
 			if enc == EncAppended {
 				parts++
-				if _, penc, _, _ := lastPart(data); penc == EncDeflate {
+				if _, penc, _, _ := lastPart(data); penc == EncZstd {
 					deflatedParts++
 				}
 			} else {
