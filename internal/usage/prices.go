@@ -2,6 +2,7 @@ package usage
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -66,12 +67,17 @@ func parsePrices(data []byte, name string, base *Prices) (*Prices, error) {
 	s := jsonscan.New(data)
 	s.SetRoot("$")
 	fail := func(err error) (*Prices, error) {
+		var je *jsonscan.Error
+		if errors.As(err, &je) {
+			line, col := jsonscan.LineCol(data, je.Offset)
+			return nil, fmt.Errorf("prices file %s:%d:%d: %s: %s", name, line, col, je.Path, je.Msg)
+		}
 		return nil, fmt.Errorf("prices file %s: %w", name, err)
 	}
 	err := s.Object(func(key string) error {
 		switch key {
 		case "as_of":
-			v, err := s.String("as_of, a date")
+			v, err := s.String("as_of")
 			p.AsOf = v
 			return err
 		case "models":
@@ -85,10 +91,10 @@ func parsePrices(data []byte, name string, base *Prices) (*Prices, error) {
 					var err error
 					switch k {
 					case "input":
-						pr.Input, err = s.Float64("input, dollars per million tokens")
+						pr.Input, err = s.Float64("input")
 						in = true
 					case "output":
-						pr.Output, err = s.Float64("output, dollars per million tokens")
+						pr.Output, err = s.Float64("output")
 						out = true
 					default:
 						return s.Errorf("unknown member %q: a price has input and output (dollars per million tokens)", k)
