@@ -18,10 +18,11 @@ import (
 	"github.com/lookout-dev/lookout/internal/eval"
 	"github.com/lookout-dev/lookout/internal/gctune"
 	"github.com/lookout-dev/lookout/internal/server"
+	"github.com/lookout-dev/lookout/internal/usage"
 )
 
 func newServeCmd() *cobra.Command {
-	var addr, db, maxBody, llmURL, llmModel, otlpGRPC string
+	var addr, db, maxBody, llmURL, llmModel, otlpGRPC, pricesFile string
 	var trustedProxies []string
 	var gw server.GatewayConfig
 	var quiet bool
@@ -56,6 +57,12 @@ policy the server checks; --llm-url is the judge of llm criteria.`,
 			if err != nil {
 				return err
 			}
+			prices := usage.Default()
+			if pricesFile != "" {
+				if prices, err = usage.Load(pricesFile); err != nil {
+					return fmt.Errorf("--prices: %w", err)
+				}
+			}
 			proxies, err := server.ParseTrustedProxies(trustedProxies)
 			if err != nil {
 				return fmt.Errorf("--trusted-proxy: %w", err)
@@ -83,7 +90,7 @@ policy the server checks; --llm-url is the judge of llm criteria.`,
 			if gc := gctune.Apply(); gc != (gctune.Settings{}) {
 				logger.Debug("garbage collector set", "gogc", gc.Percent, "memory_limit_bytes", gc.Limit)
 			}
-			cfg := server.Config{Store: st, Logger: logger, MaxBody: limit, EvalConcurrency: evalConc, Gateway: gw, DetectorModel: model, TrustedProxies: proxies}
+			cfg := server.Config{Store: st, Logger: logger, MaxBody: limit, EvalConcurrency: evalConc, Gateway: gw, DetectorModel: model, TrustedProxies: proxies, Prices: prices}
 			if llmURL != "" {
 				cfg.LLM = &eval.LLM{URL: llmURL, Model: llmModel, APIKey: os.Getenv("LOOKOUT_LLM_API_KEY")}
 			}
@@ -168,6 +175,7 @@ policy the server checks; --llm-url is the judge of llm criteria.`,
 	// For benchmarks (bench/peers -cpuprofile): the profile is written when the server stops.
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server's run to this file")
 	cmd.Flags().MarkHidden("cpuprofile")
+	cmd.Flags().StringVar(&pricesFile, "prices", "", "a model price file (JSON, the shape of internal/usage/prices.json) whose models replace or add to the built-in table that estimates costs the sources did not record")
 	cmd.Flags().StringVar(&otlpGRPC, "otlp-grpc", "", "also receive OpenTelemetry traces over OTLP/gRPC on this address (such as 127.0.0.1:4317; off by default)")
 	return cmd
 }

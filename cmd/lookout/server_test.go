@@ -366,3 +366,20 @@ func TestUserCreatePrompt(t *testing.T) {
 		t.Fatal("bob was created although the passwords differed")
 	}
 }
+
+// TestServePricesFile: a malformed --prices file stops serve at start with
+// the file and the JSON path of the mistake.
+func TestServePricesFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "prices.json")
+	if err := os.WriteFile(bad, []byte(`{"models":{"gpt-4o":{"input":"cheap","output":1}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "", "serve", "--prices", bad, "--db", filepath.Join(dir, "lookout.db"), "--addr", "127.0.0.1:0")
+	if code != 2 || !strings.Contains(errOut, bad) || !strings.Contains(errOut, `:1:30: $.models["gpt-4o"].input: input must be a number`) {
+		t.Errorf("serve --prices with a bad file: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "lookout.db")); err == nil {
+		t.Error("serve opened the database before reading its price file")
+	}
+}

@@ -33,7 +33,8 @@
 //	GET    /api/v1/datasets/{id}/export                the dataset as JSONL (?format=invariant|canonical)
 //	GET    /api/v1/datasets/{id}/search                search its traces (?q= ?cursor= ?limit= ?count_cap=)
 //	GET    /api/v1/traces/{id}/hits                    where a query matches in one trace (?q=)
-//	GET    /api/v1/traces/{id}                         one trace as canonical JSON (?format=invariant)
+//	GET    /api/v1/traces/{id}                         one trace as canonical JSON (?format=invariant; ?usage=1 adds
+//	                                                   its tokens, cost, duration and each span's usage: usage.go)
 //	GET    /api/v1/traces/{id}/download                the same as a file to save
 //	GET    /api/v1/traces/{id}/events                  a slice of its events (?offset= ?limit=)
 //	GET    /api/v1/traces/{id}/live                    server-sent events when the trace changes

@@ -22,6 +22,7 @@ import (
 	"github.com/lookout-dev/lookout/internal/gateway/mcp"
 	"github.com/lookout-dev/lookout/internal/policy"
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/usage"
 )
 
 // DefaultMaxBody is the default limit on a request body.
@@ -69,6 +70,9 @@ type Config struct {
 	// TrustedProxies may set X-Forwarded-Proto, X-Forwarded-For and
 	// Forwarded (the client's scheme and address); no one else may.
 	TrustedProxies []netip.Prefix
+	// Prices estimate the cost of model calls whose source recorded none
+	// (usage.Default() when nil).
+	Prices *usage.Prices
 }
 
 // Server serves the API. It is an http.Handler.
@@ -96,6 +100,7 @@ type Server struct {
 	benchmarks    *eval.Benchmarks // making and scoring benchmarks (benchmarks.go)
 	checks        *policy.Limiter
 	detectorModel *policy.DetectorModel
+	prices        *usage.Prices
 
 	minBodyRate    int64
 	bodyGrace      time.Duration
@@ -134,7 +139,10 @@ type serverStore interface {
 // New returns a server over cfg.Store.
 func New(cfg Config) *Server {
 	s := &Server{st: cfg.Store, log: cfg.Logger, maxBody: cfg.MaxBody, sessionTTL: cfg.SessionTTL,
-		checks: cfg.Checks, detectorModel: cfg.DetectorModel}
+		checks: cfg.Checks, detectorModel: cfg.DetectorModel, prices: cfg.Prices}
+	if s.prices == nil {
+		s.prices = usage.Default()
+	}
 	if s.checks == nil {
 		n := runtime.GOMAXPROCS(0)
 		s.checks = policy.NewLimiter(n, 4*n, 2*time.Second)

@@ -78,8 +78,23 @@ func (s *Server) traceBody(r *http.Request, st store.StoredTrace) ([]byte, error
 	return append(trace.AppendTrace(nil, t), '\n'), nil
 }
 
-// getTrace answers one trace as canonical JSON, or ?format=invariant.
+// getTrace answers one trace as canonical JSON, or ?format=invariant. With
+// ?usage=1 it answers {"trace": <canonical JSON>, "usage": {...}}: the
+// trace's token, cost and duration totals and each span's usage
+// (appendUsage), which the explorer shows as they are. The trace stays a
+// member of its own so that none of its members is shadowed.
 func (s *Server) getTrace(w http.ResponseWriter, r *http.Request, p *principal) error {
+	withUsage := false
+	switch v := r.URL.Query().Get("usage"); v {
+	case "", "0", "false":
+	case "1", "true":
+		withUsage = true
+		if f := r.URL.Query().Get("format"); f != "" && f != "canonical" {
+			return errorf(http.StatusBadRequest, codeBadRequest, "usage comes with the canonical format only, not %q", f)
+		}
+	default:
+		return errorf(http.StatusBadRequest, codeBadRequest, "usage must be 1 or 0, not %q", v)
+	}
 	st, err := s.traceAccess(r, p, false)
 	if err != nil {
 		return err
@@ -87,6 +102,14 @@ func (s *Server) getTrace(w http.ResponseWriter, r *http.Request, p *principal) 
 	body, err := s.traceBody(r, st)
 	if err != nil {
 		return err
+	}
+	if withUsage {
+		b := make([]byte, 0, len(body)+64+64*len(st.Trace.Spans))
+		b = append(b, `{"trace":`...)
+		b = append(b, body[:len(body)-1]...) // without its newline
+		b = append(b, `,"usage":`...)
+		b = appendUsage(b, st.Trace, s.prices)
+		body = append(b, "}\n"...)
 	}
 	writeRaw(w, http.StatusOK, body)
 	return nil

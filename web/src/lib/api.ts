@@ -1,7 +1,7 @@
 // A thin client of the /api/v1 JSON API. Requests go to the same origin,
 // so the session cookie and local mode apply.
 import { readSSE } from './sse';
-import type { Annotation, Dataset, DecodeError, Me, Trace, TraceSummary, UploadResult } from './types';
+import type { Annotation, Dataset, DecodeError, Me, Trace, TraceSummary, TraceUsage, UploadResult } from './types';
 
 export class ApiError extends Error {
   constructor(
@@ -154,6 +154,8 @@ export const api = {
       `/datasets/${enc(id)}/traces?limit=${limit}${cursor ? '&cursor=' + enc(cursor) : ''}`,
     ),
   trace: (id: string) => request<Trace>('GET', `/traces/${enc(id)}`),
+  /** traceUsage is the trace with what it used, as the server reads it. */
+  traceUsage: (id: string) => request<{ trace: Trace; usage: TraceUsage }>('GET', `/traces/${enc(id)}?usage=1`),
   /** search runs a query over a dataset from the server's index. */
   search: (id: string, q: string, cursor = '', limit = 50) =>
     request<SearchPage>('GET', `/datasets/${enc(id)}/search?q=${enc(q)}&limit=${limit}${cursor ? '&cursor=' + enc(cursor) : ''}`),

@@ -114,3 +114,30 @@ export interface UploadResult {
   ids: string[];
   skipped: DecodeError[];
 }
+
+/** SpanUsageJSON is one span's usage as the server reads it. */
+export interface SpanUsageJSON {
+  model?: string;
+  input_tokens?: number;
+  output_tokens?: number;
+  total_tokens?: number;
+  cost?: number;
+  cost_estimated?: boolean;
+  latency_ms?: number;
+  aggregate?: boolean;
+}
+
+/** TraceUsage is a trace's usage (GET /traces/{id}?usage=1): totals and
+ * each span's; members not recorded are absent. */
+export interface TraceUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  total_tokens?: number;
+  cost?: number;
+  cost_estimated?: boolean;
+  unpriced_spans?: number;
+  duration_ms?: number;
+  models?: string[];
+  prices_as_of?: string;
+  spans?: Record<string, SpanUsageJSON>;
+}

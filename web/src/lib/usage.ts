@@ -1,102 +1,41 @@
-// What a span says it used: its model, tokens in and out, the cost its
-// source recorded and a recorded latency, read from the conventions the
-// formats carry: OpenTelemetry GenAI (gen_ai.usage.input_tokens, ...),
-// OpenInference (llm.token_count.prompt, llm.cost.total, ...), MLflow
-// (mlflow.chat.tokenUsage), Langfuse observations (model, usageDetails,
-// costDetails, latency), any-agent (gen_ai.usage.input_cost) and Snorkel
-// step metadata (tokens, latency). Nothing is estimated: a cost shows only
-// where the source recorded one.
-import type { Span } from './types';
+// What a trace and its spans used: model, tokens in and out, cost and
+// latency. The server reads them from the conventions of each format and
+// prices what the source did not (internal/usage; GET /traces/{id}?usage=1):
+// the explorer shows its numbers and derives none of its own.
+import type { SpanUsageJSON, TraceUsage } from './types';
 
 export interface Usage {
   model?: string;
   input?: number; // tokens in (prompt)
   output?: number; // tokens out (completion)
   total?: number;
-  cost?: number; // as recorded, in US dollars
-  latencyMs?: number; // a recorded latency (seconds in the source)
+  cost?: number; // US dollars
+  estimated?: boolean; // the cost is priced from the table, not recorded
+  latencyMs?: number; // a recorded latency
+  aggregate?: boolean; // its tokens repeat its descendants' (left out of the totals)
 }
 
-/** num reads a count or an amount: a number, or a string that is one
- * (OpenInference attributes are often strings). */
-function num(v: unknown): number | undefined {
-  if (typeof v === 'number') return Number.isFinite(v) ? v : undefined;
-  if (typeof v === 'string' && /^\s*-?\d+(\.\d+)?([eE][+-]?\d+)?\s*$/.test(v)) return Number(v);
-  return undefined;
-}
+export const noUsage: Usage = Object.freeze({}) as Usage;
 
-/** flatten lists the members of attributes or metadata under dotted keys;
- * JSON strings under keys about usage or tokens (mlflow.chat.tokenUsage)
- * are read too, other payloads are not (an agent's output may quote its
- * children's usage). */
-function flatten(v: unknown, key: string, out: Map<string, unknown>, depth: number) {
-  if (depth > 4) return;
-  if (typeof v === 'string' && /usage|token/i.test(key) && /^\s*\{/.test(v) && v.length < 20000) {
-    try {
-      v = JSON.parse(v);
-    } catch {
-      /* not JSON */
-    }
-  }
-  if (v && typeof v === 'object' && !Array.isArray(v)) {
-    for (const [k, x] of Object.entries(v)) flatten(x, key ? key + '.' + k : k, out, depth + 1);
-  } else if (key && !out.has(key)) out.set(key, v);
-}
-
-/** find is the first value whose key is one of names or ends with "." and
- * one of them, in the order of names. */
-function find<T>(m: Map<string, unknown>, names: string[], read: (v: unknown) => T | undefined): T | undefined {
-  for (const n of names)
-    for (const [k, v] of m) {
-      if (k !== n && !k.endsWith('.' + n)) continue;
-      const x = read(v);
-      if (x !== undefined) return x;
-    }
-  return undefined;
-}
-
-const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
-const obj = (v: unknown): Record<string, unknown> | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
-const sum = (a?: number, b?: number) => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0));
-
-/** spanUsage is what a span recorded of its model, tokens, cost and
- * latency; members it does not record are left out. */
-export function spanUsage(s: Span): Usage {
+function fromJSON(j: SpanUsageJSON): Usage {
   const u: Usage = {};
-  // Langfuse observations carry these as members of their own.
-  const ud = obj(s.usageDetails);
-  const cd = obj(s.costDetails);
-  u.model = str(s.model);
-  if (ud) {
-    u.input = num(ud.input);
-    u.output = num(ud.output);
-    u.total = num(ud.total);
-  }
-  if (cd && Object.keys(cd).length) u.cost = num(cd.total) ?? sum(num(cd.input), num(cd.output));
-  const lat = num(s.latency);
-  if (lat !== undefined) u.latencyMs = lat * 1000;
-
-  const m = new Map<string, unknown>();
-  flatten(s.attributes, '', m, 0);
-  flatten(s.metadata, '', m, 0);
-  if (!m.size) return clean(u);
-  u.model ??= find(m, ['gen_ai.response.model', 'gen_ai.request.model', 'llm.model_name', 'model_name', 'model'], str);
-  u.input ??= find(m, ['input_tokens', 'prompt_tokens', 'token_count.prompt', 'inputTokens', 'promptTokens'], num);
-  u.output ??= find(m, ['output_tokens', 'completion_tokens', 'token_count.completion', 'outputTokens', 'completionTokens'], num);
-  u.total ??= find(m, ['total_tokens', 'token_count.total', 'totalTokens', 'tokens'], num);
-  u.cost ??=
-    find(m, ['gen_ai.usage.cost', 'llm.cost.total', 'total_cost', 'totalCost'], num) ??
-    sum(find(m, ['input_cost', 'llm.cost.prompt', 'prompt_cost'], num), find(m, ['output_cost', 'llm.cost.completion', 'completion_cost'], num));
-  if (u.latencyMs === undefined) {
-    const l = find(m, ['latency'], num);
-    if (l !== undefined) u.latencyMs = l * 1000;
-  }
-  return clean(u);
+  if (typeof j.model === 'string' && j.model) u.model = j.model;
+  if (typeof j.input_tokens === 'number') u.input = j.input_tokens;
+  if (typeof j.output_tokens === 'number') u.output = j.output_tokens;
+  if (typeof j.total_tokens === 'number') u.total = j.total_tokens;
+  if (typeof j.cost === 'number') u.cost = j.cost;
+  if (j.cost_estimated) u.estimated = true;
+  if (typeof j.latency_ms === 'number') u.latencyMs = j.latency_ms;
+  if (j.aggregate) u.aggregate = true;
+  return u;
 }
 
-function clean(u: Usage): Usage {
-  for (const k of Object.keys(u) as (keyof Usage)[]) if (u[k] === undefined) delete u[k];
-  return u;
+/** spanUsages maps span ids to their usage, one object per span for the
+ * trace's life (cards compare them by identity). */
+export function spanUsages(t: TraceUsage | null | undefined): Map<string, Usage> {
+  const m = new Map<string, Usage>();
+  for (const [id, j] of Object.entries(t?.spans ?? {})) if (j && typeof j === 'object') m.set(id, fromJSON(j));
+  return m;
 }
 
 /** fmtCost writes an amount in dollars with three significant digits. */
@@ -112,4 +51,9 @@ export function fmtTokens(u: Usage, fmt: (n: number) => string): string {
   if (u.output !== undefined) parts.push(`${fmt(u.output)} out`);
   if (!parts.length && u.total !== undefined) return `${fmt(u.total)} tok`;
   return parts.join(' · ');
+}
+
+/** costTitle says where a cost comes from, for the hover. */
+export function costTitle(estimated: boolean | undefined, asOf?: string): string {
+  return estimated ? `estimated from Lookout's price table${asOf ? ` (prices as of ${asOf})` : ''}: tokens × the model's price per token` : 'cost recorded by the source';
 }

@@ -6,6 +6,9 @@ import type { Annotation, Part, ToolCall, TraceEvent } from '../lib/types';
 import { invariantImage, safeHref, safeImageSrc } from '../lib/markdown';
 import { looksJSON, piece, Rich } from './Rich';
 import { fmtInt } from './common';
+import { fmtDuration } from '../lib/tree';
+import { fmtTokens, type Usage } from '../lib/usage';
+import { Cost } from './TreeView';
 
 /** Arguments longer than this (as JSON) fold to a few lines. */
 export const ARGS_FOLD = 600;
@@ -26,6 +29,46 @@ export interface CardProps {
   onToggleRaw: (i: number) => void;
   onComment: (address: string) => void;
   onRate: (i: number, rating: 1 | -1) => void;
+  /** The span the event came from, when it did: its usage and duration. */
+  span?: CardSpan;
+  /** onSpan opens the tree on a span. */
+  onSpan?: (id: string) => void;
+}
+
+/** CardSpan is what a card shows of the span its event came from. */
+export interface CardSpan {
+  id: string;
+  name?: string;
+  usage: Usage;
+  ms?: number; // how long it took
+}
+
+/** SpanBadge shows, under a card's header, the model, tokens, cost and
+ * latency of the span the event came from, and links to it in the tree. */
+function SpanBadge(props: { span: CardSpan; onSpan?: (id: string) => void }) {
+  const { span } = props;
+  const u = span.usage;
+  const tok = fmtTokens(u, fmtInt);
+  return (
+    <div class="card-span">
+      {u.model && <span class="model ell">{u.model}</span>}
+      {tok && <span class="tok">{tok}</span>}
+      {u.cost !== undefined && <Cost u={u} />}
+      {span.ms !== undefined && <span class="lat">{fmtDuration(span.ms)}</span>}
+      <a
+        class="span-link"
+        href={`#spans.${span.id}`}
+        title={`open span ${span.name ?? span.id} in the tree`}
+        onClick={(ev) => {
+          if (!props.onSpan) return;
+          ev.preventDefault();
+          props.onSpan(span.id);
+        }}
+      >
+        span ↗
+      </a>
+    </div>
+  );
 }
 
 const knownRoles = new Set(['user', 'assistant', 'system', 'tool', 'developer', 'function']);
@@ -285,6 +328,7 @@ function EventCardView(props: CardProps) {
           {raw ? 'Rendered' : 'Lines'}
         </button>
       </header>
+      {props.span && <SpanBadge span={props.span} onSpan={props.onSpan} />}
       <div class="card-body" data-event={i}>
         {img && <ImageBoxes src={img} i={i} k={0} field="content" hl={hl} />}
         {typeof content === 'string' && content !== '' && !img && (

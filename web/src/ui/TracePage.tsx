@@ -4,11 +4,12 @@ import { tryParseAddress } from '../lib/address';
 import { recallList, tracePath, neighbour } from '../lib/listmemory';
 import { datasetPath, navigate } from '../lib/router';
 import { sessionOf, sessionPath, userOf } from '../lib/session';
-import { buildTree, treeKey } from '../lib/tree';
-import type { Annotation, Me } from '../lib/types';
+import { buildTree, fmtDuration, reveal, spanTimes, treeKey } from '../lib/tree';
+import type { Annotation, Me, Trace, TraceUsage } from '../lib/types';
+import { costTitle, fmtCost, noUsage, spanUsages, type Usage } from '../lib/usage';
 import { AnnotationList } from './AnnotationList';
-import { copyText, fmtInt, NotFound } from './common';
-import { EventCard } from './EventCard';
+import { copyText, fmtInt, NotFound, scalar, scalarEntries } from './common';
+import { EventCard, type CardSpan } from './EventCard';
 import { useAnnotations } from './hooks/useAnnotations';
 import { useComposer } from './hooks/useComposer';
 import { useHighlights } from './hooks/useHighlights';
@@ -33,6 +34,96 @@ function stepScores(scores: readonly Score[]): Map<string, Score[]> {
   return by;
 }
 
+/** cardSpansOf is, for each span events came from, what its cards show:
+ * its usage and how long it took (its times, else its recorded latency).
+ * One object per span, kept while the trace and its usage stay (cards
+ * compare them by identity). */
+function cardSpansOf(trace: Trace | null, usage: Map<string, Usage>): Map<string, CardSpan> {
+  const m = new Map<string, CardSpan>();
+  const spans = new Map((trace?.spans ?? []).map((s) => [s.id, s]));
+  for (const e of trace?.events ?? []) {
+    const id = e.span_id;
+    if (!id || m.has(id)) continue;
+    const s = spans.get(id);
+    const u = usage.get(id) ?? noUsage;
+    const t = s ? spanTimes(s) : null;
+    m.set(id, { id, name: s?.name, usage: u, ms: t ? t[1] - t[0] : u.latencyMs });
+  }
+  return m;
+}
+
+/** headSkip are metadata members the header shows elsewhere (the session
+ * and user) or that are a store's bookkeeping (a Langfuse export keeps its
+ * whole trace object as the metadata). */
+const headSkip = new Set(['session_id', 'session', 'sessionId', 'user_id', 'user', 'userId', 'id', 'projectId', 'bookmarked', 'public', 'createdAt', 'updatedAt', 'htmlPath']);
+const HEAD_META = 8;
+
+/** TraceSummary is the line under the trace's title: its metadata (reward,
+ * task id, model...) and what it used in all, from the server: tokens in
+ * and out, cost ("est." when some of it is priced from the table rather
+ * than recorded) and duration. */
+function TraceSummary(props: { trace: Trace; usage: TraceUsage | null; partial: boolean }) {
+  const { usage: u } = props;
+  // Short values only: a header line is no place for a JSON payload.
+  const meta = scalarEntries(props.trace.metadata).filter(([k, v]) => !headSkip.has(k) && v !== null && v !== '' && !(typeof v === 'string' && (v.length > 120 || /^\s*[[{]/.test(v))));
+  const shown = meta.slice(0, HEAD_META);
+  const more = meta.length - shown.length;
+  const metaModel = meta.some(([k]) => /^(model|model_name)$/i.test(k));
+  const tokens = u && (u.input_tokens !== undefined || u.output_tokens !== undefined);
+  if (!shown.length && !u) return null;
+  return (
+    <div class="trace-summary">
+      {shown.map(([k, v]) => (
+        <span class="meta-chip" data-key={k} title={`${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`}>
+          <span class="muted">{k}</span> {scalar(v)}
+        </span>
+      ))}
+      {more > 0 && (
+        <span class="muted small" title={meta.slice(HEAD_META).map(([k, v]) => `${k}: ${scalar(v)}`).join('\n')}>
+          +{more} more
+        </span>
+      )}
+      {u && (
+        <span class="usage-totals">
+          {tokens && (
+            <span class="sum sum-tokens" title={`tokens in all spans${u.total_tokens !== undefined ? `: ${fmtInt(u.total_tokens)} in all` : ''}`}>
+              <span class="muted">tokens</span> <b class="sum-in">{fmtInt(u.input_tokens ?? 0)}</b> in · <b class="sum-out">{fmtInt(u.output_tokens ?? 0)}</b> out
+            </span>
+          )}
+          {!tokens && u.total_tokens !== undefined && (
+            <span class="sum sum-tokens">
+              <b class="sum-total">{fmtInt(u.total_tokens)}</b> <span class="muted">tokens</span>
+            </span>
+          )}
+          {u.cost !== undefined && (
+            <span class="sum sum-cost" title={costTitle(u.cost_estimated, u.prices_as_of) + (u.unpriced_spans ? `; ${u.unpriced_spans} spans with tokens have no known price and are left out` : '')}>
+              <span class="muted">cost</span> <b class="sum-cost-value">{fmtCost(u.cost)}</b>
+              {u.cost_estimated && <span class="est"> est.</span>}
+              {!!u.unpriced_spans && <span class="muted"> +?</span>}
+            </span>
+          )}
+          {u.cost === undefined && !!u.unpriced_spans && (
+            <span class="sum sum-cost muted" title="no span recorded a cost, and no price is known for their models">
+              cost unknown
+            </span>
+          )}
+          {u.duration_ms !== undefined && (
+            <span class="sum sum-duration">
+              <span class="muted">duration</span> <b>{fmtDuration(u.duration_ms)}</b>
+            </span>
+          )}
+          {!metaModel && (u.models ?? []).length > 0 && (
+            <span class="sum sum-models" title={(u.models ?? []).join(', ')}>
+              <span class="muted">{(u.models ?? []).length > 1 ? 'models' : 'model'}</span> {(u.models ?? []).slice(0, 3).join(', ')}
+              {(u.models ?? []).length > 3 ? ' …' : ''}
+            </span>
+          )}
+        </span>
+      )}
+    </div>
+  );
+}
+
 export function TracePage(props: { id: string; hash: string; search: string; me: Me | null }) {
   const { id, hash } = props;
   const meName = props.me?.user?.name ?? null;
@@ -52,7 +143,7 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   const searchBox = useRef<HTMLInputElement>(null);
 
   // A trace with spans and no events opens on its tree.
-  const { trace, partial, refresh } = useTraceData(id, {
+  const { trace, usage, partial, refresh } = useTraceData(id, {
     onError: (m, status) => {
       setErr(m);
       if (status === 404) setMissing(true);
@@ -64,6 +155,8 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   const notes = useAnnotations(id, meName, setErr);
   useLiveTrace(id, () => Promise.all([refresh(), notes.reload()]), setErr);
   const tree = useMemo(() => buildTree(trace?.spans ?? []), [trace]);
+  const spanU = useMemo(() => spanUsages(usage), [usage]);
+  const cardSpans = useMemo(() => cardSpansOf(trace, spanU), [trace, spanU]);
   const { callIndex, outputIndex } = useCallIndex(trace);
   const { hl, steps } = useHighlights(id, trace, notes.anns, activeQ, hash);
   const nav = useTraceNav({ trace, partial, tree, hl, steps, query: activeQ, hash, list });
@@ -97,12 +190,13 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
     '[': () => otherTrace(-1),
     ']': () => otherTrace(1),
   });
-  // The dataset is looked up (once) when the page needs its owner (may the
-  // reader write?) or its name (the session's link), and no list said.
+  // The dataset is looked up (once) when no list said which it is: its
+  // name leads the breadcrumb (a shared link too), its owner says whether
+  // the reader may write, and both make the session's link.
   const inList = !!mem && mem.ids.includes(id);
   const session = sessionOf(trace?.metadata);
   useEffect(() => {
-    if (!dsId || dsOwner || inList || !(meName || session)) return;
+    if (!dsId || dsOwner || inList) return;
     api.dataset(dsId).then(
       (d) => {
         setDsOwner(d.owner);
@@ -110,8 +204,14 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
       },
       () => {},
     );
-  }, [dsId, meName, session, inList]);
+  }, [dsId, inList]);
   const composer = useComposer(trace, notes.create);
+  // A card's span link opens the tree on that span.
+  const openSpan = (span: string) => {
+    nav.setTab('tree');
+    nav.setSelected(span);
+    nav.setTreeState(reveal(tree, nav.treeState, span));
+  };
   // Only the dataset's owner may annotate, rate and grade (the API refuses
   // others): a reader not logged in, or another user on a public dataset,
   // gets the trace read-only.
@@ -142,13 +242,19 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   // the list it was opened from, else looked up).
   const user = userOf(trace.metadata);
   const sessionHref = session && (inList && mem ? sessionPath(mem.owner, mem.name, session) : dsOwner && dsName ? sessionPath(dsOwner, dsName, session) : '');
-  const treeProps = { tree, state: nav.treeState, setState: nav.setTreeState, selected: nav.selected, onSelect: nav.setSelected, scores: stepScores(scores) };
+  const treeProps = { tree, state: nav.treeState, setState: nav.setTreeState, selected: nav.selected, onSelect: nav.setSelected, scores: stepScores(scores), usage: spanU };
   return (
     <div class="trace">
       <div class="trace-head">
         <h2>
           {mem && mem.ids.includes(id) ? (
-            <a href={datasetPath(mem.owner, mem.name) + (mem.q ? '?q=' + encodeURIComponent(mem.q) : '')}>{mem.name}</a>
+            <a class="crumb-dataset" href={datasetPath(mem.owner, mem.name) + (mem.q ? '?q=' + encodeURIComponent(mem.q) : '')}>
+              {mem.name}
+            </a>
+          ) : dsOwner && dsName ? (
+            <a class="crumb-dataset" href={datasetPath(dsOwner, dsName)}>
+              {dsName}
+            </a>
           ) : (
             <a href="/">datasets</a>
           )}{' '}
@@ -183,6 +289,7 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
         </button>
         {copied && <span class="muted copied">{copied}</span>}
       </div>
+      <TraceSummary trace={trace} usage={usage} partial={partial} />
       <div class="trace-bar">
         <form
           class="searchbar"
@@ -230,6 +337,8 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
                     notes={notes.byEvent.get(i) ?? noNotes}
                     me={meName}
                     canWrite={canWrite}
+                    span={events[i].span_id ? cardSpans.get(events[i].span_id!) : undefined}
+                    onSpan={openSpan}
                     onJump={nav.showEvent}
                     onToggleRaw={(k) =>
                       setRaw((old) => {
@@ -254,6 +363,7 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
           {nav.tab !== 'chat' && selSpan && (
             <SpanDetails
               span={selSpan}
+              usage={spanU.get(selSpan.id) ?? noUsage}
               hl={hl}
               current={current}
               eventCount={events.filter((e) => e.span_id === selSpan.id).length}

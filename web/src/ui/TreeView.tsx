@@ -1,7 +1,7 @@
 import { useEffect, useMemo, useRef } from 'preact/hooks';
 import type { HighlightIndex } from '../lib/highlight';
 import { collapseAll, collapseBranch, expandAll, expandBranch, fmtDuration, layoutTimes, spanTimes, toggle, visible, type Expanded, type Node, type Tree } from '../lib/tree';
-import { fmtCost, fmtTokens, spanUsage, type Usage } from '../lib/usage';
+import { costTitle, fmtCost, fmtTokens, noUsage, type Usage } from '../lib/usage';
 import { fmtInt } from './common';
 import type { Span } from '../lib/types';
 import { CodeBlock, Rich } from './Rich';
@@ -19,6 +19,17 @@ function useShowSelected(rows: Node[], selected: string | null) {
 }
 
 const ROW = 30;
+
+/** Cost is a span's cost, marked "est." when priced from the table. */
+export function Cost(props: { u: Usage }) {
+  const { u } = props;
+  return (
+    <span class={`cost ${u.estimated ? 'estimated' : ''}`} title={costTitle(u.estimated)}>
+      {fmtCost(u.cost ?? 0)}
+      {u.estimated && <span class="est"> est.</span>}
+    </span>
+  );
+}
 
 /** tokenTitle spells a span's tokens out for the hover. */
 function tokenTitle(u: Usage): string {
@@ -46,6 +57,7 @@ export interface TreeProps {
   selected: string | null;
   onSelect: (id: string) => void;
   scores?: Map<string, { criterion: string; value: unknown }[]>; // current scores by span id
+  usage: Map<string, Usage>; // each span's usage, by span id (the server's)
 }
 
 function Toolbar(props: TreeProps) {
@@ -76,7 +88,7 @@ export function TreeView(props: TreeProps) {
   const render = (i: number) => {
     const n = rows[i];
     const s = n.span;
-    const u = spanUsage(s);
+    const u = props.usage.get(s.id) ?? noUsage;
     const tok = fmtTokens(u, fmtInt);
     const d = duration(s, u);
     const par = n.parent?.span.execution === 'parallel';
@@ -121,11 +133,7 @@ export function TreeView(props: TreeProps) {
             {tok}
           </span>
         )}
-        {u.cost !== undefined && (
-          <span class="cost" title="cost recorded by the source">
-            {fmtCost(u.cost)}
-          </span>
-        )}
+        {u.cost !== undefined && <Cost u={u} />}
         {d !== undefined && <span class="lat">{fmtDuration(d)}</span>}
         {s.status && <span class={`status ${statusClass(s.status)}`}>{s.status}</span>}
       </div>
@@ -143,7 +151,7 @@ export function TimelineView(props: TreeProps) {
   const { tree, state, selected, onSelect } = props;
   const rows = useMemo(() => visible(tree, state), [tree, state]);
   const handle = useShowSelected(rows, selected);
-  const times = useMemo(() => layoutTimes(tree, (s) => spanUsage(s).latencyMs), [tree]);
+  const times = useMemo(() => layoutTimes(tree, (s) => props.usage.get(s.id)?.latencyMs), [tree, props.usage]);
   const [t0, t1] = useMemo(() => {
     let a = Infinity;
     let b = -Infinity;
@@ -207,9 +215,9 @@ function json(v: unknown): string {
 }
 
 /** SpanDetails shows a span's fields; string values carry highlights. */
-export function SpanDetails(props: { span: Span; hl: HighlightIndex; current: string | null; onEvents?: () => void; eventCount: number }) {
+export function SpanDetails(props: { span: Span; usage: Usage; hl: HighlightIndex; current: string | null; onEvents?: () => void; eventCount: number }) {
   const s = props.span;
-  const u = spanUsage(s);
+  const u = props.usage;
   const d = duration(s, u);
   const tok = fmtTokens(u, fmtInt).replace(/ tok$/, '');
   const field = (name: string, v: unknown) => {
@@ -244,7 +252,13 @@ export function SpanDetails(props: { span: Span; hl: HighlightIndex; current: st
             {u.total !== undefined && u.input !== undefined ? ` · ${fmtInt(u.total)} total` : ''}
           </span>
         )}
-        {u.cost !== undefined && <span class="kv">cost: {fmtCost(u.cost)}</span>}
+        {u.cost !== undefined && (
+          <span class="kv" title={costTitle(u.estimated)}>
+            cost: {fmtCost(u.cost)}
+            {u.estimated && <span class="est"> est.</span>}
+          </span>
+        )}
+        {u.aggregate && <span class="kv muted" title="these tokens add up the spans below it, and count once in the trace's totals">sum of the spans below</span>}
         {d !== undefined && <span class="kv">latency: {fmtDuration(d)}</span>}
         {s.start_time && <span class="kv">start: {s.start_time}</span>}
         {s.execution && <span class="kv">children: {s.execution}</span>}

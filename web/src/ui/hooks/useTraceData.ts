@@ -1,10 +1,13 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api } from '../../lib/api';
-import type { Trace, TraceEvent } from '../../lib/types';
+import type { Trace, TraceEvent, TraceUsage } from '../../lib/types';
 import { useLatest } from './useLatest';
 
 export interface TraceData {
   trace: Trace | null;
+  /** What the trace used, as the server reads it; null until the whole
+   * trace is in. */
+  usage: TraceUsage | null;
   /** The first events are in, the whole trace is not yet. */
   partial: boolean;
   /** refresh fetches the whole trace again; it rejects on failure. */
@@ -18,15 +21,17 @@ export interface TraceData {
  * of the whole trace when it first arrives. */
 export function useTraceData(id: string, opts: { onError: (msg: string, status?: number) => void; onFull?: (t: Trace) => void }): TraceData {
   const [trace, setTrace] = useState<Trace | null>(null);
+  const [usage, setUsage] = useState<TraceUsage | null>(null);
   const [partial, setPartial] = useState(false);
   const cb = useLatest(opts);
   useEffect(() => {
     performance.mark('lookout:trace-fetch');
     const loadFull = () =>
-      api.trace(id).then(
-        (t) => {
+      api.traceUsage(id).then(
+        ({ trace: t, usage: u }) => {
           performance.mark('lookout:trace-loaded');
           setTrace(t);
+          setUsage(u);
           setPartial(false);
           cb.current.onFull?.(t);
         },
@@ -42,7 +47,16 @@ export function useTraceData(id: string, opts: { onError: (msg: string, status?:
       loadFull, // the whole trace answers, or reports the error
     );
   }, [id]);
-  return { trace, partial, refresh: () => api.trace(id).then(setTrace) };
+  return {
+    trace,
+    usage,
+    partial,
+    refresh: () =>
+      api.traceUsage(id).then(({ trace: t, usage: u }) => {
+        setTrace(t);
+        setUsage(u);
+      }),
+  };
 }
 
 /** useLiveTrace calls refresh when the server says the trace changed (spans
