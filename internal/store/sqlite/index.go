@@ -233,6 +233,16 @@ func (b indexBackend) Bounds(ctx context.Context, datasetID string, count bool) 
 	return b.s.QueueBounds(ctx, datasetID, count)
 }
 
+// Queued and Traces read the main file on the read pool, as a step does:
+// the indexer reads the next batch while a step writes (indexer.Prefetcher).
+func (b indexBackend) Queued(ctx context.Context, n int, datasetID string) ([]indexer.Entry, error) {
+	return (&indexStep{s: b.s}).Queued(ctx, n, datasetID)
+}
+
+func (b indexBackend) Traces(ctx context.Context, ids []string, fn func(id string, t *trace.Trace, bad error)) error {
+	return b.s.storedTraces(ctx, ids, b.s.handover, fn)
+}
+
 func (b indexBackend) Begin(ctx context.Context) (indexer.Step, error) {
 	tx, err := b.s.iw.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the index's writer lock
 	if err != nil {
@@ -254,6 +264,14 @@ type indexStep struct {
 	tx       *sql.Tx
 	texts    stepTexts
 	genAfter int64 // the index's gen once the step commits
+}
+
+// Version is the index file's data_version as the step's connection sees
+// it: it changes when another connection (process) commits to the file.
+func (st *indexStep) Version(ctx context.Context) (int64, error) {
+	var v int64
+	err := st.tx.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
+	return v, err
 }
 
 func (st *indexStep) Queued(ctx context.Context, n int, datasetID string) ([]indexer.Entry, error) {
@@ -342,3 +360,8 @@ func (st *indexStep) Commit(ctx context.Context, done []indexer.Entry) error {
 }
 
 func (st *indexStep) Rollback() { st.tx.Rollback() }
+
+var (
+	_ indexer.Prefetcher = indexBackend{}
+	_ indexer.Versioned  = (*indexStep)(nil)
+)

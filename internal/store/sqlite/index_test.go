@@ -2,12 +2,14 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/store/storetest"
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -267,5 +269,120 @@ func TestTextCacheGenerations(t *testing.T) {
 	}
 	if len(c.ids)+len(c.old) > 2*maxCachedTexts {
 		t.Errorf("the cache holds %d entries", len(c.ids)+len(c.old))
+	}
+}
+
+// TestPrefetchedBatch: the background loop reads the next batch while a
+// step writes; that batch is written only if nothing else wrote the index
+// meanwhile. Here another process (a second store on the file) and then
+// this process's own search index a newer version of a trace of the
+// prefetched batch: the stale batch must not be written over it.
+func TestPrefetchedBatch(t *testing.T) {
+	t.Setenv("LOOKOUT_INDEXER", "off") // steps are run by hand
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "lookout.db")
+	a, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	u, err := a.CreateUser(ctx, "u", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := a.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 8 {
+		var nts []store.NewTrace
+		for range 100 {
+			nts = append(nts, store.NewTrace{Trace: &trace.Trace{Events: []trace.Event{{Role: "user", Content: trace.TextContent("zqfirst text")}}}})
+		}
+		got, err := a.AddTraces(ctx, u.ID, d.ID, nts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, got...)
+	}
+	found := func(st *Store, word string) map[string]bool {
+		t.Helper()
+		q, err := search.Parse(word)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for cursor := ""; ; {
+			res, err := st.SearchTraces(ctx, d.ID, q, store.SearchOptions{Page: store.Page{Limit: 500, Cursor: cursor}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tr := range res.Traces {
+				m[tr.ID] = true
+			}
+			if cursor = res.Next; cursor == "" {
+				return m
+			}
+		}
+	}
+	for round, writer := range []*Store{b, a} {
+		// A step writes a batch and reads the next (traces 256-511 of
+		// those still queued).
+		if n, err := a.ix.LoopStep(ctx); err != nil || n != indexer.BatchSize {
+			t.Fatalf("round %d: step: %d, %v", round, n, err)
+		}
+		// A trace of the batch read ahead changes, and a search indexes
+		// the whole queue with it.
+		edited := ids[round*2*indexer.BatchSize+indexer.BatchSize+7]
+		word := fmt.Sprintf("zqedit%d", round)
+		if err := writer.AppendEvents(ctx, edited, []trace.Event{{Role: "assistant", Content: trace.TextContent(word)}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := found(writer, word); len(got) != 1 || !got[edited] {
+			t.Fatalf("round %d: %s found in %v", round, word, got)
+		}
+		// The next step must not write the batch it read before.
+		before := a.ix.Prefetched()
+		if _, err := a.ix.LoopStep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if a.ix.Prefetched() != before {
+			t.Fatalf("round %d: the batch read before the other write was written", round)
+		}
+		if got := found(a, word); len(got) != 1 || !got[edited] {
+			t.Fatalf("round %d: after the step, %s found in %v", round, word, got)
+		}
+		if got := found(a, "zqfirst"); len(got) != len(ids) {
+			t.Fatalf("round %d: zqfirst found in %d traces, want %d", round, len(got), len(ids))
+		}
+		// More traces for the next round.
+		var nts []store.NewTrace
+		for range 2 * indexer.BatchSize {
+			nts = append(nts, store.NewTrace{Trace: &trace.Trace{Events: []trace.Event{{Role: "user", Content: trace.TextContent("zqfirst text")}}}})
+		}
+		got, err := a.AddTraces(ctx, u.ID, d.ID, nts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, got...)
+	}
+	// Undisturbed, the batch read ahead is written.
+	before := a.ix.Prefetched()
+	for range 2 {
+		if _, err := a.ix.LoopStep(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.ix.Prefetched() != before+1 {
+		t.Fatalf("%d batches read ahead were written, want 1", a.ix.Prefetched()-before)
+	}
+	if got := found(a, "zqfirst"); len(got) != len(ids) {
+		t.Fatalf("zqfirst found in %d traces, want %d", len(got), len(ids))
 	}
 }

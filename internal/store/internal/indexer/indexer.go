@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/search"
@@ -72,6 +73,22 @@ type Step interface {
 	Rollback()
 }
 
+// Prefetcher is a Backend whose queue and traces may be read outside a
+// step (the index's lock), and whose steps say the index's Version: the
+// background loop then reads and computes the next batch while the one
+// before is written, on the other core, instead of after it.
+type Prefetcher interface {
+	Backend
+	reader
+}
+
+// Versioned is a Step that reads a number that changes whenever another
+// connection (another process) committed to the index since the last read
+// of this connection's (SQLite's data_version).
+type Versioned interface {
+	Version(ctx context.Context) (int64, error)
+}
+
 // Bounds describes the queue.
 type Bounds struct {
 	First, Last int64
@@ -97,6 +114,13 @@ type Indexer struct {
 	lastErr error
 
 	doneRows *doneRows
+	commits  atomic.Int64 // steps this process committed (loop and WaitFor)
+
+	// The loop's own: traces it indexed lately, the batch it read while
+	// the step before was written, and how many such batches it wrote.
+	held       *recentTraces
+	next       *batch
+	prefetched atomic.Int64
 }
 
 // doneRows are the queue rows whose documents a step of this process has
@@ -156,7 +180,7 @@ const OffEnv = "LOOKOUT_INDEXER"
 func Start(b Backend, name string) *Indexer {
 	ctx, cancel := context.WithCancel(context.Background())
 	ix := &Indexer{b: b, name: name, kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
-		doneRows: &doneRows{seqs: map[int64]struct{}{}}}
+		doneRows: &doneRows{seqs: map[int64]struct{}{}}, held: &recentTraces{at: map[string]time.Time{}}}
 	if os.Getenv(OffEnv) == "off" {
 		slog.Warn(name + ": the search indexer is off (" + OffEnv + "=off): traces stay queued, and searches index their own dataset first")
 		close(ix.done)
@@ -210,10 +234,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func (ix *Indexer) loop(ctx context.Context) {
 	defer close(ix.done)
 	backoff := time.Duration(0)
-	held := &recentTraces{at: map[string]time.Time{}}
 	for ctx.Err() == nil {
 		start := time.Now()
-		n, wake, err := runStep(ctx, ix.b, "", ix.doneRows, held)
+		n, wake, err := ix.loopStep(ctx)
 		ix.mu.Lock()
 		// The rate is that of full batches only: a partial one means the
 		// indexer keeps up, and its fixed cost a step would make the rate
@@ -265,24 +288,97 @@ func (ix *Indexer) loop(ctx context.Context) {
 	}
 }
 
+// LoopStep runs one step of the background loop, which must be off
+// (OffEnv): for tests.
+func (ix *Indexer) LoopStep(ctx context.Context) (int, error) {
+	n, _, err := ix.loopStep(ctx)
+	return n, err
+}
+
+// Prefetched is how many batches the loop wrote as it had read them while
+// the step before was written.
+func (ix *Indexer) Prefetched() int64 { return ix.prefetched.Load() }
+
+// loopStep is the background loop's step. With a Prefetcher it writes the
+// batch ix.next holds, if that still holds, and leaves in ix.next the
+// batch after it, read while this one was written.
+func (ix *Indexer) loopStep(ctx context.Context) (int, time.Time, error) {
+	pf, _ := ix.b.(Prefetcher)
+	held := ix.held
+	ahead := ix.next
+	ix.next = nil
+	st, err := ix.b.Begin(ctx)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	var version int64
+	vs, versioned := st.(Versioned)
+	if versioned {
+		if version, err = vs.Version(ctx); err != nil {
+			st.Rollback()
+			return 0, time.Time{}, err
+		}
+	}
+	b := ahead
+	if b != nil && (!versioned || b.version != version || b.commits != ix.commits.Load()) {
+		b = nil // the index was written meanwhile: read again
+	}
+	if b != nil {
+		ix.prefetched.Add(1)
+	}
+	if b == nil {
+		if b, err = prepare(ctx, st, "", ix.doneRows, held, nil); err != nil || len(b.entries) == 0 {
+			if err == nil {
+				st.Rollback()
+			}
+			return 0, b.wake, err
+		}
+	}
+	var prefetched chan *batch
+	if pf != nil && versioned && len(b.entries) == BatchSize {
+		prefetched = make(chan *batch, 1)
+		// The step holds the lock: only its own commit counts from here on.
+		commits := ix.commits.Load() + 1
+		go func() {
+			nb, err := prepare(ctx, pf, "", ix.doneRows, held, b)
+			if err != nil || len(nb.entries) == 0 {
+				nb = nil
+			} else {
+				nb.version, nb.commits = version, commits
+			}
+			prefetched <- nb
+		}()
+	}
+	n, err := b.apply(ctx, st, ix.doneRows, held, &ix.commits)
+	if err != nil {
+		st.Rollback()
+	}
+	if prefetched != nil {
+		if nb := <-prefetched; err == nil {
+			ix.next = nb
+		}
+	}
+	return n, b.wake, err
+}
+
 // RunStep indexes one batch of the queue (of one dataset's rows when
 // datasetID is not "") and returns how many queue rows it removed. A trace
 // whose content cannot be decoded loses its document (and is logged)
 // rather than stopping the queue.
 func RunStep(ctx context.Context, b Backend, datasetID string) (int, error) {
-	n, _, err := runStep(ctx, b, datasetID, nil, nil)
+	n, _, err := runStep(ctx, b, datasetID, nil, nil, nil)
 	return n, err
 }
 
 // runStep runs a step; with held, it leaves the rows of the traces held
 // indexed lately in the queue, and when they are all there is, wake is
 // when the first may be indexed again.
-func runStep(ctx context.Context, b Backend, datasetID string, done *doneRows, held *recentTraces) (n int, wake time.Time, err error) {
+func runStep(ctx context.Context, b Backend, datasetID string, done *doneRows, held *recentTraces, commits *atomic.Int64) (n int, wake time.Time, err error) {
 	st, err := b.Begin(ctx)
 	if err != nil {
 		return 0, wake, err
 	}
-	n, wake, err = stepIn(ctx, st, datasetID, done, held)
+	n, wake, err = stepIn(ctx, st, datasetID, done, held, commits)
 	if err != nil {
 		st.Rollback()
 		return 0, wake, err
@@ -298,6 +394,7 @@ func runStep(ctx context.Context, b Backend, datasetID string, done *doneRows, h
 // would otherwise take a core. Searches do not wait: WaitFor indexes
 // their dataset's queue, held traces included.
 type recentTraces struct {
+	mu sync.Mutex // the loop's step and its prefetch use it at once
 	at map[string]time.Time
 }
 
@@ -309,6 +406,8 @@ func (r *recentTraces) hold(entries []Entry, now time.Time) ([]Entry, time.Time)
 	if r == nil {
 		return entries, time.Time{}
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	maps.DeleteFunc(r.at, func(_ string, t time.Time) bool { return now.Sub(t) >= reindexAfter })
 	var wake time.Time
 	kept := entries[:0:0]
@@ -328,25 +427,74 @@ func (r *recentTraces) indexed(ids []string, now time.Time) {
 	if r == nil {
 		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, id := range ids {
 		r.at[id] = now
 	}
 }
 
-func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows, held *recentTraces) (int, time.Time, error) {
-	entries, err := st.Queued(ctx, BatchSize+done.len(), datasetID)
-	if err == nil {
-		entries = done.without(entries, BatchSize)
-	}
-	var wake time.Time
-	if err == nil {
-		entries, wake = held.hold(entries, time.Now())
-	}
-	if err != nil || len(entries) == 0 {
+func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows, held *recentTraces, commits *atomic.Int64) (int, time.Time, error) {
+	b, err := prepare(ctx, st, datasetID, done, held, nil)
+	if err != nil || len(b.entries) == 0 {
 		if err == nil {
 			st.Rollback()
 		}
-		return 0, wake, err
+		return 0, b.wake, err
+	}
+	n, err := b.apply(ctx, st, done, held, commits)
+	return n, b.wake, err
+}
+
+// reader reads the queue and the traces: a Step, or a Prefetcher.
+type reader interface {
+	Queued(ctx context.Context, n int, datasetID string) ([]Entry, error)
+	Traces(ctx context.Context, ids []string, fn func(id string, t *trace.Trace, bad error)) error
+}
+
+// batch is a step's queue rows and the documents of their traces, read
+// and computed, to write.
+type batch struct {
+	entries   []Entry
+	docs      []Doc
+	ids       []string
+	indexedAt time.Time
+	wake      time.Time // with no entries: when the first held trace may be indexed again
+	// A batch prefetched while the one before was written holds only if
+	// no other connection wrote the index since that one began (its
+	// Version) and this process committed that step alone (commits).
+	version, commits int64
+}
+
+// prepare reads up to a batch of the queue (less the rows of skip, being
+// written) and computes the documents of its traces.
+func prepare(ctx context.Context, r reader, datasetID string, done *doneRows, held *recentTraces, skip *batch) (*batch, error) {
+	b := &batch{}
+	extra := done.len()
+	if skip != nil {
+		extra += len(skip.entries)
+	}
+	entries, err := r.Queued(ctx, BatchSize+extra, datasetID)
+	if err != nil {
+		return b, err
+	}
+	if skip != nil {
+		// The rows being written, and their traces' later rows: those
+		// wait as held traces do.
+		seqs := make(map[int64]bool, len(skip.entries))
+		for _, e := range skip.entries {
+			seqs[e.Seq] = true
+		}
+		traces := make(map[string]bool, len(skip.ids))
+		for _, id := range skip.ids {
+			traces[id] = true
+		}
+		entries = slices.DeleteFunc(entries, func(e Entry) bool { return seqs[e.Seq] || traces[e.TraceID] })
+	}
+	entries = done.without(entries, BatchSize)
+	entries, b.wake = held.hold(entries, time.Now())
+	if len(entries) == 0 {
+		return b, nil
 	}
 	// A trace queued several times (appended to, rebuilt from more spans)
 	// is indexed once, from what is stored now.
@@ -381,8 +529,8 @@ func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows, held
 			}
 		})
 	}
-	indexedAt := time.Now()
-	err = st.Traces(ctx, ids, func(id string, t *trace.Trace, bad error) {
+	b.indexedAt = time.Now()
+	err = r.Traces(ctx, ids, func(id string, t *trace.Trace, bad error) {
 		if bad != nil {
 			slog.Warn("search index: trace skipped", "trace", id, "err", bad)
 			return
@@ -392,19 +540,30 @@ func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows, held
 	close(jobs)
 	wg.Wait()
 	if err != nil {
-		return 0, wake, err
+		return b, err
 	}
-	if err := st.Write(ctx, docs); err != nil {
-		return 0, wake, err
+	b.entries, b.docs, b.ids = entries, docs, ids
+	return b, nil
+}
+
+// apply writes the batch's documents in st and commits them, counting
+// the commit in commits (nil for none) while the step still holds the
+// index's lock, so that a step after it sees the count.
+func (b *batch) apply(ctx context.Context, st Step, done *doneRows, held *recentTraces, commits *atomic.Int64) (int, error) {
+	if err := st.Write(ctx, b.docs); err != nil {
+		return 0, err
+	}
+	if commits != nil {
+		commits.Add(1)
 	}
 	// Noted before the commit, which lets the next step in.
-	done.add(entries, true)
-	defer done.add(entries, false)
-	if err := st.Commit(ctx, entries); err != nil {
-		return 0, wake, err
+	done.add(b.entries, true)
+	defer done.add(b.entries, false)
+	if err := st.Commit(ctx, b.entries); err != nil {
+		return 0, err
 	}
-	held.indexed(ids, indexedAt)
-	return len(entries), wake, nil
+	held.indexed(b.ids, b.indexedAt)
+	return len(b.entries), nil
 }
 
 // CatchUp indexes the whole queue in this goroutine, calling progress
@@ -437,7 +596,7 @@ func (ix *Indexer) WaitFor(ctx context.Context, datasetID string) error {
 	last := bs.Last
 	for {
 		// A step of none: another indexer took the rows meanwhile.
-		if _, _, err := runStep(ctx, ix.b, datasetID, ix.doneRows, nil); err != nil {
+		if _, _, err := runStep(ctx, ix.b, datasetID, ix.doneRows, nil, &ix.commits); err != nil {
 			return err
 		}
 		bs, err = ix.b.Bounds(ctx, datasetID, false)
