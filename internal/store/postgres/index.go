@@ -70,7 +70,7 @@ func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (
 	if err != nil {
 		return 0, fail(ctx, err, "reindex: clear")
 	}
-	n, err := sqlstore.Reindexed(ctx, indexBackend{s}, total, progress)
+	n, err := sqlstore.Reindexed(ctx, s.ix, total, progress)
 	if err != nil {
 		return n, fail(ctx, err, "reindex")
 	}

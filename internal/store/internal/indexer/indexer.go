@@ -114,7 +114,7 @@ type Indexer struct {
 	lastErr error
 
 	doneRows *doneRows
-	commits  atomic.Int64 // steps this process committed (loop and WaitFor)
+	others   others // traces other steps of this process indexed since the loop's step began
 
 	// The loop's own: traces it indexed lately, the batch it read while
 	// the step before was written, and how many such batches it wrote.
@@ -319,11 +319,15 @@ func (ix *Indexer) loopStep(ctx context.Context) (int, time.Time, error) {
 			return 0, time.Time{}, err
 		}
 	}
+	// What other steps of this process indexed since the step before
+	// began: nothing else writes while this step holds the lock.
+	otherIDs, over := ix.others.take()
 	b := ahead
-	if b != nil && (!versioned || b.version != version || b.commits != ix.commits.Load()) {
-		b = nil // the index was written meanwhile: read again
+	if b != nil && (!versioned || b.version != version || over) {
+		b = nil // another process wrote the index meanwhile: read again
 	}
 	if b != nil {
+		b.without(otherIDs)
 		ix.prefetched.Add(1)
 	}
 	if b == nil {
@@ -337,19 +341,17 @@ func (ix *Indexer) loopStep(ctx context.Context) (int, time.Time, error) {
 	var prefetched chan *batch
 	if pf != nil && versioned && len(b.entries) == BatchSize {
 		prefetched = make(chan *batch, 1)
-		// The step holds the lock: only its own commit counts from here on.
-		commits := ix.commits.Load() + 1
 		go func() {
 			nb, err := prepare(ctx, pf, "", ix.doneRows, held, b)
 			if err != nil || len(nb.entries) == 0 {
 				nb = nil
 			} else {
-				nb.version, nb.commits = version, commits
+				nb.version = version
 			}
 			prefetched <- nb
 		}()
 	}
-	n, err := b.apply(ctx, st, ix.doneRows, held, &ix.commits)
+	n, err := b.apply(ctx, st, ix.doneRows, held, nil)
 	if err != nil {
 		st.Rollback()
 	}
@@ -361,24 +363,15 @@ func (ix *Indexer) loopStep(ctx context.Context) (int, time.Time, error) {
 	return n, b.wake, err
 }
 
-// RunStep indexes one batch of the queue (of one dataset's rows when
-// datasetID is not "") and returns how many queue rows it removed. A trace
-// whose content cannot be decoded loses its document (and is logged)
-// rather than stopping the queue.
-func RunStep(ctx context.Context, b Backend, datasetID string) (int, error) {
-	n, _, err := runStep(ctx, b, datasetID, nil, nil, nil)
-	return n, err
-}
-
 // runStep runs a step; with held, it leaves the rows of the traces held
 // indexed lately in the queue, and when they are all there is, wake is
 // when the first may be indexed again.
-func runStep(ctx context.Context, b Backend, datasetID string, done *doneRows, held *recentTraces, commits *atomic.Int64) (n int, wake time.Time, err error) {
+func runStep(ctx context.Context, b Backend, datasetID string, done *doneRows, held *recentTraces, o *others) (n int, wake time.Time, err error) {
 	st, err := b.Begin(ctx)
 	if err != nil {
 		return 0, wake, err
 	}
-	n, wake, err = stepIn(ctx, st, datasetID, done, held, commits)
+	n, wake, err = stepIn(ctx, st, datasetID, done, held, o)
 	if err != nil {
 		st.Rollback()
 		return 0, wake, err
@@ -434,7 +427,7 @@ func (r *recentTraces) indexed(ids []string, now time.Time) {
 	}
 }
 
-func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows, held *recentTraces, commits *atomic.Int64) (int, time.Time, error) {
+func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows, held *recentTraces, o *others) (int, time.Time, error) {
 	b, err := prepare(ctx, st, datasetID, done, held, nil)
 	if err != nil || len(b.entries) == 0 {
 		if err == nil {
@@ -442,7 +435,7 @@ func stepIn(ctx context.Context, st Step, datasetID string, done *doneRows, held
 		}
 		return 0, b.wake, err
 	}
-	n, err := b.apply(ctx, st, done, held, commits)
+	n, err := b.apply(ctx, st, done, held, o)
 	return n, b.wake, err
 }
 
@@ -462,8 +455,59 @@ type batch struct {
 	wake      time.Time // with no entries: when the first held trace may be indexed again
 	// A batch prefetched while the one before was written holds only if
 	// no other connection wrote the index since that one began (its
-	// Version) and this process committed that step alone (commits).
-	version, commits int64
+	// Version); of the traces other steps of this process indexed since,
+	// it drops its documents (theirs are as new or newer).
+	version int64
+}
+
+// others are the traces that steps other than the loop's (searches'
+// WaitFor, CatchUp) indexed, noted under the index's lock before they
+// commit; the loop takes them as its step begins.
+type others struct {
+	mu   sync.Mutex
+	ids  map[string]struct{}
+	over bool // too many to keep: a prefetched batch does not hold
+}
+
+// maxOthers bounds others.
+const maxOthers = 1 << 16
+
+func (o *others) note(ids []string) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.over || len(o.ids)+len(ids) > maxOthers {
+		o.over, o.ids = true, nil
+		return
+	}
+	if o.ids == nil {
+		o.ids = map[string]struct{}{}
+	}
+	for _, id := range ids {
+		o.ids[id] = struct{}{}
+	}
+}
+
+// take returns what was noted since the last take, and forgets it.
+func (o *others) take() (map[string]struct{}, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ids, over := o.ids, o.over
+	o.ids, o.over = nil, false
+	return ids, over
+}
+
+// without drops from the batch the documents of traces in ids. Their
+// queue rows still go: the other step read those traces after this batch
+// read its queue rows, so what they index covers them.
+func (b *batch) without(ids map[string]struct{}) {
+	if len(ids) == 0 {
+		return
+	}
+	b.docs = slices.DeleteFunc(b.docs, func(d Doc) bool { _, ok := ids[d.TraceID]; return ok })
+	b.ids = slices.DeleteFunc(b.ids, func(id string) bool { _, ok := ids[id]; return ok })
 }
 
 // prepare reads up to a batch of the queue (less the rows of skip, being
@@ -546,16 +590,14 @@ func prepare(ctx context.Context, r reader, datasetID string, done *doneRows, he
 	return b, nil
 }
 
-// apply writes the batch's documents in st and commits them, counting
-// the commit in commits (nil for none) while the step still holds the
-// index's lock, so that a step after it sees the count.
-func (b *batch) apply(ctx context.Context, st Step, done *doneRows, held *recentTraces, commits *atomic.Int64) (int, error) {
+// apply writes the batch's documents in st and commits them, noting its
+// traces in o (nil for none) while the step still holds the index's lock,
+// so that the loop's next step sees them.
+func (b *batch) apply(ctx context.Context, st Step, done *doneRows, held *recentTraces, o *others) (int, error) {
 	if err := st.Write(ctx, b.docs); err != nil {
 		return 0, err
 	}
-	if commits != nil {
-		commits.Add(1)
-	}
+	o.note(b.ids)
 	// Noted before the commit, which lets the next step in.
 	done.add(b.entries, true)
 	defer done.add(b.entries, false)
@@ -568,10 +610,10 @@ func (b *batch) apply(ctx context.Context, st Step, done *doneRows, held *recent
 
 // CatchUp indexes the whole queue in this goroutine, calling progress
 // after each step (for `lookout reindex`).
-func CatchUp(ctx context.Context, b Backend, progress func(done int64)) (int64, error) {
+func (ix *Indexer) CatchUp(ctx context.Context, progress func(done int64)) (int64, error) {
 	var done int64
 	for {
-		n, err := RunStep(ctx, b, "")
+		n, _, err := runStep(ctx, ix.b, "", ix.doneRows, nil, &ix.others)
 		if err != nil {
 			return done, err
 		}
@@ -596,7 +638,7 @@ func (ix *Indexer) WaitFor(ctx context.Context, datasetID string) error {
 	last := bs.Last
 	for {
 		// A step of none: another indexer took the rows meanwhile.
-		if _, _, err := runStep(ctx, ix.b, datasetID, ix.doneRows, nil, &ix.commits); err != nil {
+		if _, _, err := runStep(ctx, ix.b, datasetID, ix.doneRows, nil, &ix.others); err != nil {
 			return err
 		}
 		bs, err = ix.b.Bounds(ctx, datasetID, false)

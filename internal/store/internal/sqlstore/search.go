@@ -196,8 +196,8 @@ func (s *Store) IndexBacklog(ctx context.Context) (store.IndexBacklog, error) {
 // Reindexed waits for the indexer to index the queue after every trace
 // (total of them) was queued again, with progress (nil for none), and
 // returns how many traces it indexed.
-func Reindexed(ctx context.Context, b indexer.Backend, total int64, progress func(done, total int64)) (int64, error) {
-	done, err := indexer.CatchUp(ctx, b, func(done int64) {
+func Reindexed(ctx context.Context, ix *indexer.Indexer, total int64, progress func(done, total int64)) (int64, error) {
+	done, err := ix.CatchUp(ctx, func(done int64) {
 		if progress != nil {
 			progress(min(done, total), total)
 		}
