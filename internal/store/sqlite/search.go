@@ -1,12 +1,15 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
 	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
@@ -81,6 +84,8 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 	defer facets.close()
 	defer meta.close()
 	seen := map[int64]bool{}
+	var facetRows []traceFacet
+	var metaRows []traceMeta
 	var list, tokens []byte
 	// The postings of every document: a JSON array of docid and tokens pairs.
 	postings := []byte{'['}
@@ -112,18 +117,29 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 		postings = strconv.AppendInt(append(postings, '['), docid, 10)
 		postings = append(append(append(postings, `,"`...), tokens...), `"]`...)
 		for _, f := range d.Facets {
-			if err := facets.add(ctx, id, f); err != nil {
-				return nil, err
-			}
+			facetRows = append(facetRows, traceFacet{id, f})
 		}
 		for _, m := range d.Meta {
-			var num any
-			if m.IsNum {
-				num = m.Num
-			}
-			if err := meta.add(ctx, id, m.Key, m.Text, num); err != nil {
-				return nil, err
-			}
+			metaRows = append(metaRows, traceMeta{id, m})
+		}
+	}
+	// In the order of the indexes they enter: each insert then descends
+	// to the page the one before left warm (the batch's values of a key
+	// land together), not to a page anywhere in the index.
+	slices.SortFunc(facetRows, func(a, b traceFacet) int { return cmp.Or(strings.Compare(a.facet, b.facet), strings.Compare(a.traceID, b.traceID)) })
+	for _, f := range facetRows {
+		if err := facets.add(ctx, f.traceID, f.facet); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(metaRows, func(a, b traceMeta) int { return cmp.Or(strings.Compare(a.m.Key, b.m.Key), strings.Compare(a.m.Text, b.m.Text)) })
+	for _, r := range metaRows {
+		var num any
+		if r.m.IsNum {
+			num = r.m.Num
+		}
+		if err := meta.add(ctx, r.traceID, r.m.Key, r.m.Text, num); err != nil {
+			return nil, err
 		}
 	}
 	if err := errors.Join(traces.flush(ctx), facets.flush(ctx), meta.flush(ctx)); err != nil {
@@ -136,6 +152,13 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 	postings = append(postings, ']')
 	_, err = tx.ExecContext(ctx, `INSERT INTO search_docs (rowid, texts) SELECT value ->> 0, value ->> 1 FROM json_each(?)`, string(postings))
 	return used, err
+}
+
+type traceFacet struct{ traceID, facet string }
+
+type traceMeta struct {
+	traceID string
+	m       search.MetaValue
 }
 
 // appendTextToken appends the token of text id t in search_docs: "t" and
