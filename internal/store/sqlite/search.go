@@ -126,13 +126,17 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 	// In the order of the indexes they enter: each insert then descends
 	// to the page the one before left warm (the batch's values of a key
 	// land together), not to a page anywhere in the index.
-	slices.SortFunc(facetRows, func(a, b traceFacet) int { return cmp.Or(strings.Compare(a.facet, b.facet), strings.Compare(a.traceID, b.traceID)) })
+	slices.SortFunc(facetRows, func(a, b traceFacet) int {
+		return cmp.Or(strings.Compare(a.facet, b.facet), strings.Compare(a.traceID, b.traceID))
+	})
 	for _, f := range facetRows {
 		if err := facets.add(ctx, f.traceID, f.facet); err != nil {
 			return nil, err
 		}
 	}
-	slices.SortFunc(metaRows, func(a, b traceMeta) int { return cmp.Or(strings.Compare(a.m.Key, b.m.Key), strings.Compare(a.m.Text, b.m.Text)) })
+	slices.SortFunc(metaRows, func(a, b traceMeta) int {
+		return cmp.Or(strings.Compare(a.m.Key, b.m.Key), strings.Compare(a.m.Text, b.m.Text))
+	})
 	for _, r := range metaRows {
 		var num any
 		if r.m.IsNum {
