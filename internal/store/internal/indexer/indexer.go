@@ -121,6 +121,15 @@ type Indexer struct {
 	held       *recentTraces
 	next       *batch
 	prefetched atomic.Int64
+
+	// Searches waiting for the loop (WaitFor): their datasets, first come
+	// first served ("" for all), and a channel closed after each of the
+	// loop's steps.
+	waitMu  sync.Mutex
+	waiting []string
+	turn    int // the waiting dataset served next
+	stepped chan struct{}
+	running atomic.Bool // the loop runs
 }
 
 // doneRows are the queue rows whose documents a step of this process has
@@ -186,6 +195,8 @@ func Start(b Backend, name string) *Indexer {
 		close(ix.done)
 		return ix
 	}
+	ix.stepped = make(chan struct{})
+	ix.running.Store(true)
 	go ix.loop(ctx)
 	return ix
 }
@@ -233,10 +244,15 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 func (ix *Indexer) loop(ctx context.Context) {
 	defer close(ix.done)
+	defer func() {
+		ix.running.Store(false)
+		ix.broadcast()
+	}()
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		start := time.Now()
 		n, wake, err := ix.loopStep(ctx)
+		ix.broadcast()
 		ix.mu.Lock()
 		// The rate is that of full batches only: a partial one means the
 		// indexer keeps up, and its fixed cost a step would make the rate
@@ -261,22 +277,26 @@ func (ix *Indexer) loop(ctx context.Context) {
 		case err != nil:
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
 			wait = backoff
-		case n == BatchSize:
+		case n == BatchSize || n > 0 && ix.searchWaits():
 			backoff = 0
 			continue
 		case n == 0 && !wake.IsZero():
 			// Only traces indexed lately are queued: nothing to do before
-			// the first of them may be indexed again, whatever is written.
-			if !sleep(ctx, time.Until(wake)) {
-				return
-			}
-			continue
+			// the first of them may be indexed again, whatever is written
+			// (unless a search comes to wait).
+			wait = time.Until(wake)
 		default:
 			backoff = 0
 			wait = poll
 		}
-		if n > 0 && !sleep(ctx, settle-time.Since(start)) {
-			break
+		if n > 0 && !ix.pause(ctx, settle-time.Since(start)) {
+			continue
+		}
+		if err == nil && ix.searchWaits() {
+			if n == 0 { // its rows are being written elsewhere: not a spin
+				ix.pause(ctx, 10*time.Millisecond)
+			}
+			continue
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -286,6 +306,54 @@ func (ix *Indexer) loop(ctx context.Context) {
 		}
 		t.Stop()
 	}
+}
+
+// pause waits d, or until ctx ends or a search comes to wait: then it
+// returns false.
+func (ix *Indexer) pause(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-ix.kick:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// broadcast tells the searches waiting that the loop took a step.
+func (ix *Indexer) broadcast() {
+	ix.waitMu.Lock()
+	defer ix.waitMu.Unlock()
+	if ix.stepped != nil {
+		close(ix.stepped)
+		ix.stepped = make(chan struct{})
+	}
+}
+
+// searchWaits reports whether a search waits for the loop.
+func (ix *Indexer) searchWaits() bool {
+	ix.waitMu.Lock()
+	defer ix.waitMu.Unlock()
+	return len(ix.waiting) > 0
+}
+
+// urgent is the dataset the loop is to index now ("" for all), and
+// whether a search waits for it: the waiting datasets take turns, a step
+// each, so that a search of a small dataset does not wait for a large one.
+func (ix *Indexer) urgent() (string, bool) {
+	ix.waitMu.Lock()
+	defer ix.waitMu.Unlock()
+	if len(ix.waiting) == 0 {
+		return "", false
+	}
+	ix.turn++
+	return ix.waiting[ix.turn%len(ix.waiting)], true
 }
 
 // LoopStep runs one step of the background loop, which must be off
@@ -330,11 +398,13 @@ func (ix *Indexer) loopStep(ctx context.Context) (int, time.Time, error) {
 		b.without(otherIDs)
 		ix.prefetched.Add(1)
 	}
+	dataset, urgent := ix.urgent()
+	if urgent {
+		held = nil // a search waits: traces indexed lately are indexed again now
+	}
 	if b == nil {
-		if b, err = prepare(ctx, st, "", ix.doneRows, held, nil); err != nil || len(b.entries) == 0 {
-			if err == nil {
-				st.Rollback()
-			}
+		if b, err = prepare(ctx, st, dataset, ix.doneRows, held, nil); err != nil || len(b.entries) == 0 {
+			st.Rollback()
 			return 0, b.wake, err
 		}
 	}
@@ -342,7 +412,7 @@ func (ix *Indexer) loopStep(ctx context.Context) (int, time.Time, error) {
 	if pf != nil && versioned && len(b.entries) == BatchSize {
 		prefetched = make(chan *batch, 1)
 		go func() {
-			nb, err := prepare(ctx, pf, "", ix.doneRows, held, b)
+			nb, err := prepare(ctx, pf, dataset, ix.doneRows, held, b)
 			if err != nil || len(nb.entries) == 0 {
 				nb = nil
 			} else {
@@ -351,7 +421,7 @@ func (ix *Indexer) loopStep(ctx context.Context) (int, time.Time, error) {
 			prefetched <- nb
 		}()
 	}
-	n, err := b.apply(ctx, st, ix.doneRows, held, nil)
+	n, err := b.apply(ctx, st, ix.doneRows, ix.held, nil)
 	if err != nil {
 		st.Rollback()
 	}
@@ -628,14 +698,24 @@ func (ix *Indexer) CatchUp(ctx context.Context, progress func(done int64)) (int6
 }
 
 // WaitFor returns once every trace of a dataset (of all, for "") queued
-// before the call is indexed, or with ctx's error. It indexes them itself,
-// a batch at a time, taking turns with the background loop.
+// before the call is indexed, or with ctx's error. While the background
+// loop runs it asks the loop to index that dataset first, held traces
+// included, and waits: the loop reads a batch while it writes the one
+// before, where a search's own steps took the lock from it and read and
+// wrote in turn. Without the loop (off, stopped, failing) it indexes the
+// traces itself, a batch at a time.
 func (ix *Indexer) WaitFor(ctx context.Context, datasetID string) error {
 	bs, err := ix.b.Bounds(ctx, datasetID, false)
 	if err != nil || bs.Last == 0 {
 		return err
 	}
 	last := bs.Last
+	if ix.running.Load() {
+		done, err := ix.waitLoop(ctx, datasetID, last)
+		if done || err != nil {
+			return err
+		}
+	}
 	for {
 		// A step of none: another indexer took the rows meanwhile.
 		if _, _, err := runStep(ctx, ix.b, datasetID, ix.doneRows, nil, &ix.others); err != nil {
@@ -647,6 +727,46 @@ func (ix *Indexer) WaitFor(ctx context.Context, datasetID string) error {
 		}
 		if bs.First == 0 || bs.First > last {
 			return nil
+		}
+	}
+}
+
+// waitLoop waits for the loop to index a dataset's rows up to last, and
+// reports whether it did; not (and no error) when the loop stopped or its
+// step failed, for the caller to index them itself.
+func (ix *Indexer) waitLoop(ctx context.Context, datasetID string, last int64) (bool, error) {
+	ix.waitMu.Lock()
+	ix.waiting = append(ix.waiting, datasetID)
+	ix.waitMu.Unlock()
+	defer func() {
+		ix.waitMu.Lock()
+		if i := slices.Index(ix.waiting, datasetID); i >= 0 {
+			ix.waiting = slices.Delete(ix.waiting, i, i+1)
+		}
+		ix.waitMu.Unlock()
+	}()
+	for {
+		ix.waitMu.Lock()
+		stepped := ix.stepped
+		ix.waitMu.Unlock()
+		ix.Kick()
+		bs, err := ix.b.Bounds(ctx, datasetID, false)
+		if err != nil {
+			return false, err
+		}
+		if bs.First == 0 || bs.First > last {
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-stepped:
+		}
+		ix.mu.Lock()
+		failed := ix.lastErr != nil
+		ix.mu.Unlock()
+		if failed || !ix.running.Load() {
+			return false, nil
 		}
 	}
 }
