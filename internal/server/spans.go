@@ -30,8 +30,12 @@ import (
 
 // spanBuildBatch is how many pending traces one build writes at most: the
 // write holds the store's writer (SQLite's one connection), which requests
-// of spans wait for.
-const spanBuildBatch = 16
+// of spans wait for. 32 traces hold it about as long as a request of 512
+// spans: with 16, under bench/peers' load the builds fell 6 s behind the
+// requests (end to end 14.7-14.8k spans/s); with 32, 4 s (15.3-15.7k,
+// accepting 26-27k a second instead of 30k); with 64, 2 s (15.7-15.9k),
+// but requests then waited enough to accept 22.5k a second.
+const spanBuildBatch = 32
 
 // staleRebuilds is how many times what a trace's last build took a trace
 // whose spans keep coming waits before it is built again (when that is more
