@@ -227,21 +227,6 @@ const poll = time.Second
 // do not wait for it: they index their dataset's queue themselves.
 const settle = 100 * time.Millisecond
 
-// sleep waits d, or until ctx ends: then it returns false.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 func (ix *Indexer) loop(ctx context.Context) {
 	defer close(ix.done)
 	defer func() {
