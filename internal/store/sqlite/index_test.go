@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -82,19 +83,23 @@ func TestIndexFileRebuilt(t *testing.T) {
 	}
 }
 
-// TestTextCacheAcrossProcesses: two stores on one file (a CLI beside the
-// server). One indexes a text and keeps its id; the other deletes the only
-// trace holding it, and its indexer deletes the text; the first, given the
-// text again, must not reuse the id it kept: a search finds the new trace.
-func TestTextCacheAcrossProcesses(t *testing.T) {
-	t.Setenv("LOOKOUT_INDEXER", "off") // searches index their dataset themselves
+// twoProcesses opens two stores on one new file, as a CLI beside the
+// server, with their background indexers off (searches index their
+// dataset themselves, or a test runs the loop's steps), and a dataset.
+func twoProcesses(t *testing.T) (a, b *Store, userID, datasetID string) {
+	t.Helper()
+	t.Setenv("LOOKOUT_INDEXER", "off")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "lookout.db")
-	a, err := Open(ctx, path)
-	if err != nil {
+	var err error
+	if a, err = Open(ctx, path); err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	t.Cleanup(func() { a.Close() })
+	if b, err = Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
 	u, err := a.CreateUser(ctx, "u", "x")
 	if err != nil {
 		t.Fatal(err)
@@ -103,48 +108,64 @@ func TestTextCacheAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := search.Parse("zqalphaword")
+	return a, b, u.ID, d.ID
+}
+
+// pushTexts stores n traces, each one user message of text, through st.
+func pushTexts(t *testing.T, st *Store, userID, datasetID string, n int, text string) []string {
+	t.Helper()
+	nts := make([]store.NewTrace, n)
+	for i := range nts {
+		nts[i] = store.NewTrace{Trace: &trace.Trace{Events: []trace.Event{{Role: "user", Content: trace.TextContent(text)}}}}
+	}
+	ids, err := st.AddTraces(context.Background(), userID, datasetID, nts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	push := func(st *Store) string {
-		t.Helper()
-		ids, err := st.AddTraces(ctx, u.ID, d.ID, []store.NewTrace{{Trace: &trace.Trace{
-			Events: []trace.Event{{Role: "user", Content: trace.TextContent("the zqalphaword text")}}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ids[0]
+	return ids
+}
+
+// searchIDs is the set of the traces a search through st finds, every page.
+func searchIDs(t *testing.T, st *Store, datasetID, query string) map[string]bool {
+	t.Helper()
+	q, err := search.Parse(query)
+	if err != nil {
+		t.Fatal(err)
 	}
-	found := func(st *Store) []string {
-		t.Helper()
-		res, err := st.SearchTraces(ctx, d.ID, q, store.SearchOptions{Page: store.Page{Limit: 10}})
+	m := map[string]bool{}
+	for cursor := ""; ; {
+		res, err := st.SearchTraces(context.Background(), datasetID, q, store.SearchOptions{Page: store.Page{Limit: 500, Cursor: cursor}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ids []string
 		for _, tr := range res.Traces {
-			ids = append(ids, tr.ID)
+			m[tr.ID] = true
 		}
-		return ids
+		if cursor = res.Next; cursor == "" {
+			return m
+		}
 	}
-	first := push(a)
-	if got := found(a); len(got) != 1 || got[0] != first {
+}
+
+// TestTextCacheAcrossProcesses: two stores on one file (a CLI beside the
+// server). One indexes a text and keeps its id; the other deletes the only
+// trace holding it, and its indexer deletes the text; the first, given the
+// text again, must not reuse the id it kept: a search finds the new trace.
+func TestTextCacheAcrossProcesses(t *testing.T) {
+	a, b, u, d := twoProcesses(t)
+	const text, word = "the zqalphaword text", "zqalphaword"
+	first := pushTexts(t, a, u, d, 1, text)[0]
+	if got := searchIDs(t, a, d, word); len(got) != 1 || !got[first] {
 		t.Fatalf("first push: found %v", got)
 	}
-	b, err := Open(ctx, path)
-	if err != nil {
+	if err := b.DeleteTrace(context.Background(), first); err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	if err := b.DeleteTrace(ctx, first); err != nil {
-		t.Fatal(err)
-	}
-	if got := found(b); len(got) != 0 {
+	if got := searchIDs(t, b, d, word); len(got) != 0 {
 		t.Fatalf("after the delete: found %v", got)
 	}
-	second := push(a)
-	if got := found(a); len(got) != 1 || got[0] != second {
+	second := pushTexts(t, a, u, d, 1, text)[0]
+	if got := searchIDs(t, a, d, word); len(got) != 1 || !got[second] {
 		t.Fatalf("the text pushed again after the other store deleted it: found %v, want [%s]", got, second)
 	}
 }
@@ -153,80 +174,41 @@ func TestTextCacheAcrossProcesses(t *testing.T) {
 // it) is two rows; a search finds the traces of both, and each row goes
 // once no trace holds it.
 func TestTextWrittenTwice(t *testing.T) {
-	t.Setenv("LOOKOUT_INDEXER", "off") // searches index their dataset themselves
+	a, b, u, d := twoProcesses(t)
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "lookout.db")
-	a, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	u, err := a.CreateUser(ctx, "u", "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := a.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "d"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := search.Parse("zqtwiceword")
-	if err != nil {
-		t.Fatal(err)
-	}
-	push := func(st *Store) string {
-		t.Helper()
-		ids, err := st.AddTraces(ctx, u.ID, d.ID, []store.NewTrace{{Trace: &trace.Trace{
-			Events: []trace.Event{{Role: "user", Content: trace.TextContent("the zqtwiceword text")}}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ids[0]
-	}
-	found := func(st *Store) int {
-		t.Helper()
-		res, err := st.SearchTraces(ctx, d.ID, q, store.SearchOptions{Page: store.Page{Limit: 10}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(res.Traces)
-	}
-	texts := func() int64 {
+	const text, word = "the zqtwiceword text", "zqtwiceword"
+	rows := func() int64 {
 		t.Helper()
 		var n int64
-		if err := a.r.QueryRowContext(ctx, `SELECT count(*) FROM search_texts WHERE text = 'the zqtwiceword text'`).Scan(&n); err != nil {
+		if err := a.r.QueryRowContext(ctx, `SELECT count(*) FROM search_texts WHERE text = ?`, text).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
-	first := push(a)
-	if found(a) != 1 {
+	first := pushTexts(t, a, u, d, 1, text)[0]
+	if len(searchIDs(t, a, d, word)) != 1 {
 		t.Fatal("first push not found")
 	}
-	second := push(b)
-	if got := found(b); got != 2 {
-		t.Fatalf("found %d traces, want 2", got)
+	second := pushTexts(t, b, u, d, 1, text)[0]
+	if got := searchIDs(t, b, d, word); len(got) != 2 {
+		t.Fatalf("found %d traces, want 2", len(got))
 	}
-	if n := texts(); n != 2 {
+	if n := rows(); n != 2 {
 		t.Fatalf("%d rows of the text, want 2 (each process wrote it)", n)
 	}
-	third := push(a) // a has met it: no third row
-	if got := found(a); got != 3 || texts() != 2 {
-		t.Fatalf("found %d traces over %d rows, want 3 over 2", got, texts())
+	third := pushTexts(t, a, u, d, 1, text)[0] // a has met it: no third row
+	if got := searchIDs(t, a, d, word); len(got) != 3 || rows() != 2 {
+		t.Fatalf("found %d traces over %d rows, want 3 over 2", len(got), rows())
 	}
 	for i, id := range []string{first, second, third} {
 		if err := a.DeleteTrace(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if got := found(a); got != 2-i {
-			t.Fatalf("after %d deletes: found %d, want %d", i+1, got, 2-i)
+		if got := searchIDs(t, a, d, word); len(got) != 2-i {
+			t.Fatalf("after %d deletes: found %d, want %d", i+1, len(got), 2-i)
 		}
 	}
-	if n := texts(); n != 0 {
+	if n := rows(); n != 0 {
 		t.Fatalf("%d rows of the text left once no trace holds it", n)
 	}
 }
@@ -279,59 +261,10 @@ func TestTextCacheGenerations(t *testing.T) {
 // after its own search's, it is written without that trace. Either way
 // the stale document must not be written over the newer one.
 func TestPrefetchedBatch(t *testing.T) {
-	t.Setenv("LOOKOUT_INDEXER", "off") // steps are run by hand
+	a, b, u, d := twoProcesses(t) // steps are run by hand
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "lookout.db")
-	a, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	u, err := a.CreateUser(ctx, "u", "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := a.CreateDataset(ctx, store.Dataset{OwnerID: u.ID, Name: "d"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for range 8 {
-		var nts []store.NewTrace
-		for range 100 {
-			nts = append(nts, store.NewTrace{Trace: &trace.Trace{Events: []trace.Event{{Role: "user", Content: trace.TextContent("zqfirst text")}}}})
-		}
-		got, err := a.AddTraces(ctx, u.ID, d.ID, nts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, got...)
-	}
-	found := func(st *Store, word string) map[string]bool {
-		t.Helper()
-		q, err := search.Parse(word)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]bool{}
-		for cursor := ""; ; {
-			res, err := st.SearchTraces(ctx, d.ID, q, store.SearchOptions{Page: store.Page{Limit: 500, Cursor: cursor}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, tr := range res.Traces {
-				m[tr.ID] = true
-			}
-			if cursor = res.Next; cursor == "" {
-				return m
-			}
-		}
-	}
+	ids := pushTexts(t, a, u, d, 800, "zqfirst text")
+	found := func(st *Store, word string) map[string]bool { return searchIDs(t, st, d, word) }
 	first := 0 // the first trace still queued
 	for round, writer := range []*Store{b, a} {
 		// A step writes a batch and reads the next (traces 256-511 of
@@ -339,15 +272,22 @@ func TestPrefetchedBatch(t *testing.T) {
 		if n, err := a.ix.LoopStep(ctx); err != nil || n != indexer.BatchSize {
 			t.Fatalf("round %d: step: %d, %v", round, n, err)
 		}
-		// A trace of the batch read ahead changes, and a search indexes
-		// the whole queue with it.
-		edited := ids[first+indexer.BatchSize+7]
+		// Every other trace of this round's changes (the batch read ahead
+		// holds some of them), and a search indexes the whole queue with
+		// them.
 		word := fmt.Sprintf("zqedit%d", round)
-		if err := writer.AppendEvents(ctx, edited, []trace.Event{{Role: "assistant", Content: trace.TextContent(word)}}); err != nil {
-			t.Fatal(err)
+		edited := map[string]bool{}
+		for k, id := range ids[first:] {
+			if k%2 != 0 {
+				continue
+			}
+			edited[id] = true
+			if err := writer.AppendEvents(ctx, id, []trace.Event{{Role: "assistant", Content: trace.TextContent(word)}}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if got := found(writer, word); len(got) != 1 || !got[edited] {
-			t.Fatalf("round %d: %s found in %v", round, word, got)
+		if got := found(writer, word); !maps.Equal(got, edited) {
+			t.Fatalf("round %d: %s found in %d traces, want %d", round, word, len(got), len(edited))
 		}
 		before := a.ix.Prefetched()
 		if _, err := a.ix.LoopStep(ctx); err != nil {
@@ -356,21 +296,14 @@ func TestPrefetchedBatch(t *testing.T) {
 		if used := a.ix.Prefetched() - before; used != int64(round) {
 			t.Fatalf("round %d: %d batches read ahead were written, want %d", round, used, round)
 		}
-		if got := found(a, word); len(got) != 1 || !got[edited] {
-			t.Fatalf("round %d: after the step, %s found in %v", round, word, got)
+		if got := found(a, word); !maps.Equal(got, edited) {
+			t.Fatalf("round %d: after the step, %s found in %d traces, want %d", round, word, len(got), len(edited))
 		}
 		if got := found(a, "zqfirst"); len(got) != len(ids) {
 			t.Fatalf("round %d: zqfirst found in %d traces, want %d", round, len(got), len(ids))
 		}
 		// More traces for the next round.
-		var nts []store.NewTrace
-		for range 2 * indexer.BatchSize {
-			nts = append(nts, store.NewTrace{Trace: &trace.Trace{Events: []trace.Event{{Role: "user", Content: trace.TextContent("zqfirst text")}}}})
-		}
-		got, err := a.AddTraces(ctx, u.ID, d.ID, nts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := pushTexts(t, a, u, d, 2*indexer.BatchSize, "zqfirst text")
 		first = len(ids)
 		ids = append(ids, got...)
 	}
