@@ -129,6 +129,7 @@ type Indexer struct {
 	waiting []string
 	turn    int // the waiting dataset served next
 	stepped chan struct{}
+	called  chan struct{} // a search came to wait (unlike kick, which writes send)
 	running atomic.Bool // the loop runs
 }
 
@@ -195,7 +196,7 @@ func Start(b Backend, name string) *Indexer {
 		close(ix.done)
 		return ix
 	}
-	ix.stepped = make(chan struct{})
+	ix.stepped, ix.called = make(chan struct{}), make(chan struct{}, 1)
 	ix.running.Store(true)
 	go ix.loop(ctx)
 	return ix
@@ -267,9 +268,12 @@ func (ix *Indexer) loop(ctx context.Context) {
 			continue
 		case n == 0 && !wake.IsZero():
 			// Only traces indexed lately are queued: nothing to do before
-			// the first of them may be indexed again, whatever is written
-			// (unless a search comes to wait).
-			wait = time.Until(wake)
+			// the first of them may be indexed again, whatever is written,
+			// unless a search comes to wait.
+			if !ix.pause(ctx, time.Until(wake)) && ctx.Err() != nil {
+				return
+			}
+			continue
 		default:
 			backoff = 0
 			wait = poll
@@ -287,6 +291,7 @@ func (ix *Indexer) loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-ix.kick:
+		case <-ix.called:
 		case <-t.C:
 		}
 		t.Stop()
@@ -294,7 +299,9 @@ func (ix *Indexer) loop(ctx context.Context) {
 }
 
 // pause waits d, or until ctx ends or a search comes to wait: then it
-// returns false.
+// returns false. Writes do not cut it short (they kick the loop's idle
+// wait only): the pauses are what make a trace written again and again
+// indexed once for many writes.
 func (ix *Indexer) pause(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return true
@@ -304,7 +311,7 @@ func (ix *Indexer) pause(ctx context.Context, d time.Duration) bool {
 	select {
 	case <-ctx.Done():
 		return false
-	case <-ix.kick:
+	case <-ix.called:
 		return false
 	case <-t.C:
 		return true
@@ -734,7 +741,10 @@ func (ix *Indexer) waitLoop(ctx context.Context, datasetID string, last int64) (
 		ix.waitMu.Lock()
 		stepped := ix.stepped
 		ix.waitMu.Unlock()
-		ix.Kick()
+		select {
+		case ix.called <- struct{}{}:
+		default:
+		}
 		bs, err := ix.b.Bounds(ctx, datasetID, false)
 		if err != nil {
 			return false, err
