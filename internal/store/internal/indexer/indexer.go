@@ -130,7 +130,7 @@ type Indexer struct {
 	turn    int // the waiting dataset served next
 	stepped chan struct{}
 	called  chan struct{} // a search came to wait (unlike kick, which writes send)
-	running atomic.Bool // the loop runs
+	running atomic.Bool   // the loop runs
 }
 
 // doneRows are the queue rows whose documents a step of this process has
