@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -37,9 +38,10 @@ func TestCrash(t *testing.T) {
 		func(ctx context.Context, dsn string) (store.Store, error) { return Open(ctx, dsn) })
 }
 
-// TestMigrateSpanParts: spans stored a row each build as before, and
-// join those accepted since.
-func TestMigrateSpanParts(t *testing.T) {
+// unmigrated is a new database with no migration run, its URL, and the
+// migrations' provider on it, for a test to migrate step by step.
+func unmigrated(t *testing.T) (string, *sql.DB, *goose.Provider) {
+	t.Helper()
 	url := pgtest.URL(t)
 	cc, err := pgx.ParseConfig(url)
 	if err != nil {
@@ -50,6 +52,13 @@ func TestMigrateSpanParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return url, db, p
+}
+
+// TestMigrateSpanParts: spans stored a row each build as before, and
+// join those accepted since.
+func TestMigrateSpanParts(t *testing.T) {
+	url, db, p := unmigrated(t)
 	storetest.MigrateSpanParts(t, p, db, "now()", "true", func() store.Store {
 		st, err := Open(context.Background(), url)
 		if err != nil {
@@ -63,16 +72,7 @@ func TestMigrateSpanParts(t *testing.T) {
 // TestMigratePolicyMode: a policy saved before policies had a mode comes out
 // of the migration as log, and the column takes nothing but block or log.
 func TestMigratePolicyMode(t *testing.T) {
-	url := pgtest.URL(t)
-	cc, err := pgx.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := stdlib.OpenDB(*cc)
-	p, err := sqlstore.Migrations(db, goose.DialectPostgres, migrations)
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, db, p := unmigrated(t)
 	storetest.MigratePolicyMode(t, p, db, "now()", func() (store.Store, func(string) error) {
 		st, err := Open(context.Background(), url)
 		if err != nil {

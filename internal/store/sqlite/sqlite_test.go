@@ -95,9 +95,10 @@ func TestPragmas(t *testing.T) {
 	}
 }
 
-// TestMigratePolicyMode: a policy saved before policies had a mode comes out
-// of the migration as log, and the column takes nothing but block or log.
-func TestMigratePolicyMode(t *testing.T) {
+// unmigrated is a new database file with no migration run, and the
+// migrations' provider on it, for a test to migrate step by step.
+func unmigrated(t *testing.T) (string, *sql.DB, *goose.Provider) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "lookout.db")
 	db, err := sql.Open("sqlite", path+"?_foreign_keys=1")
 	if err != nil {
@@ -107,6 +108,13 @@ func TestMigratePolicyMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return path, db, p
+}
+
+// TestMigratePolicyMode: a policy saved before policies had a mode comes out
+// of the migration as log, and the column takes nothing but block or log.
+func TestMigratePolicyMode(t *testing.T) {
+	path, db, p := unmigrated(t)
 	storetest.MigratePolicyMode(t, p, db, "0", func() (store.Store, func(string) error) {
 		st := openStore(t, path)
 		return st, func(q string) error { _, err := st.w.Exec(q); return err }
@@ -116,15 +124,7 @@ func TestMigratePolicyMode(t *testing.T) {
 // TestMigrateSpanParts: spans stored a row each build as before, and
 // join those accepted since.
 func TestMigrateSpanParts(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "lookout.db")
-	db, err := sql.Open("sqlite", path+"?_foreign_keys=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := sqlstore.Migrations(db, goose.DialectSQLite3, migrations)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, db, p := unmigrated(t)
 	storetest.MigrateSpanParts(t, p, db, "0", "1", func() store.Store { return openStore(t, path) })
 }
 
