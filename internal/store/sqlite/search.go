@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -393,11 +394,19 @@ func (x searchIndex) TextsHolding(ctx context.Context, word string) ([]int64, er
 // every trace, empties the index and indexes the queue, a batch per
 // transaction of the index file (searches meanwhile wait for it).
 func (s *Store) Reindex(ctx context.Context, progress func(done, total int64)) (int64, error) {
-	total, err := s.queueAll(ctx)
-	if err != nil {
-		return 0, fail(ctx, err, "reindex: queue the traces")
-	}
-	if err := s.writeIndex(ctx, func(tx *sql.Tx) error { return createIndex(ctx, tx) }); err != nil {
+	// Under the index's lock, taken first: no indexer (this process's loop,
+	// kicked by the queueing, or a server's) steps between the two, and
+	// the clear does not wait its turn behind them. Queued before the
+	// clear commits: a crash between the two leaves the old index with
+	// every trace queued, rebuilt as they are indexed again.
+	var total int64
+	if err := s.writeIndex(ctx, func(tx *sql.Tx) error {
+		var err error
+		if total, err = s.queueAll(ctx); err != nil {
+			return fmt.Errorf("queue the traces: %w", err)
+		}
+		return createIndex(ctx, tx)
+	}); err != nil {
 		return 0, fail(ctx, err, "reindex: clear")
 	}
 	n, err := sqlstore.Reindexed(ctx, s.ix, total, progress)
