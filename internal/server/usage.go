@@ -49,21 +49,7 @@ func appendUsage(b []byte, t *trace.Trace, prices *usage.Prices) []byte {
 			b = append(b, ',')
 		}
 	}
-	if tot.Has&usage.HasInput != 0 {
-		comma()
-		b = append(b, `"input_tokens":`...)
-		b = strconv.AppendInt(b, tot.Input, 10)
-	}
-	if tot.Has&usage.HasOutput != 0 {
-		comma()
-		b = append(b, `"output_tokens":`...)
-		b = strconv.AppendInt(b, tot.Output, 10)
-	}
-	if tot.Has&usage.HasTotal != 0 {
-		comma()
-		b = append(b, `"total_tokens":`...)
-		b = strconv.AppendInt(b, tot.Total, 10)
-	}
+	b = appendTokens(b, n, tot.Has, tot.Input, tot.Output, tot.Total)
 	if tot.Has&usage.HasCost != 0 {
 		comma()
 		b = append(b, `"cost":`...)
@@ -105,6 +91,25 @@ func appendUsage(b []byte, t *trace.Trace, prices *usage.Prices) []byte {
 	return append(b, '}')
 }
 
+// appendTokens appends the token counts has names, as members of the
+// object whose members start at b[n:].
+func appendTokens(b []byte, n int, has uint8, in, out, total int64) []byte {
+	for _, x := range []struct {
+		bit  uint8
+		name string
+		v    int64
+	}{{usage.HasInput, `"input_tokens":`, in}, {usage.HasOutput, `"output_tokens":`, out}, {usage.HasTotal, `"total_tokens":`, total}} {
+		if has&x.bit != 0 {
+			if len(b) > n {
+				b = append(b, ',')
+			}
+			b = append(b, x.name...)
+			b = strconv.AppendInt(b, x.v, 10)
+		}
+	}
+	return b
+}
+
 func appendSpanUsage(b []byte, u *usage.Span) []byte {
 	b = append(b, '{')
 	n := len(b)
@@ -117,17 +122,7 @@ func appendSpanUsage(b []byte, u *usage.Span) []byte {
 		b = append(b, `"model":`...)
 		b = trace.AppendString(b, u.Model)
 	}
-	for _, x := range []struct {
-		bit  uint8
-		name string
-		v    int64
-	}{{usage.HasInput, `"input_tokens":`, u.Input}, {usage.HasOutput, `"output_tokens":`, u.Output}, {usage.HasTotal, `"total_tokens":`, u.Total}} {
-		if u.Has&x.bit != 0 {
-			comma()
-			b = append(b, x.name...)
-			b = strconv.AppendInt(b, x.v, 10)
-		}
-	}
+	b = appendTokens(b, n, u.Has, u.Input, u.Output, u.Total)
 	if u.Has&usage.HasCost != 0 {
 		comma()
 		b = append(b, `"cost":`...)
