@@ -335,7 +335,7 @@ func (testDialect) IndexedTraces(w string) (string, any) { return "SELECT ?", w 
 func (testDialect) ScanTrace() string                    { return "scan(?)" }
 func (testDialect) Contains(col string) string           { return "instr(" + col + ", ?)" }
 func (testDialect) ExtraMember(col, key string) string   { return col + "." + key }
-func (testDialect) Unindexed(col string) string          { return "+" + col }
+func (testDialect) TraceMeta() string                    { return "meta(t) m WHERE m.key = ?" }
 func (testDialect) JSONNumber(col string) string         { return "num(" + col + ")" }
 
 // TestPlanSets: a set the store gives for a rare leaf replaces the leaf's

@@ -14,7 +14,7 @@ import (
 //
 //	search_texts  (id, hash, text)                each distinct Piece text once
 //	search_facets (facet, trace_id)               one row per facet
-//	search_meta   (trace_id, key, text, num)      one row per MetaValue
+//	search_meta   (id, trace_id, key, text, num)  one row per MetaValue
 type Dialect interface {
 	// IndexedTraces returns a query of the trace ids with a piece that
 	// contains word (at least MinIndexed code points), answered from the
@@ -33,10 +33,10 @@ type Dialect interface {
 	// column is, when it is a number within float64's range; NULL when it
 	// is not (a boolean, a string, too large).
 	JSONNumber(column string) string
-	// Unindexed returns column such that the planner will not use an index
-	// for a test of it (SQLite's planner, without statistics, would scan a
-	// whole (key, num) range per trace rather than look the trace up).
-	Unindexed(column string) string
+	// TraceMeta returns the FROM and WHERE (no keywords before the first
+	// table) of the search_meta rows m of trace t whose key is the text of
+	// its one "?": a trace's rows are listed by its row of search_traces.
+	TraceMeta() string
 }
 
 // MinIndexed is the shortest text the trigram indexes can answer.
@@ -297,7 +297,7 @@ func (c *compiler) filter(f Filter) (string, error) {
 			}
 			cond, args := metaCond(c.d, eq)
 			c.args = append(append(c.args, f.Key), args...)
-			return neg + "EXISTS (SELECT 1 FROM search_meta m WHERE m.trace_id = t.id AND " + c.d.Unindexed("m.key") + " = ? AND " + cond + ")", nil
+			return neg + "EXISTS (SELECT 1 FROM " + c.d.TraceMeta() + " AND " + cond + ")", nil
 		}
 		return neg + c.in(l), nil
 	}

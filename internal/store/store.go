@@ -367,9 +367,10 @@ type SearchResult struct {
 }
 
 // SearchIndexStats tells how big the search index is: distinct texts,
-// pieces (rows pointing into traces) and bytes on disk.
+// pieces (rows pointing into traces), facet and metadata rows, and bytes
+// on disk.
 type SearchIndexStats struct {
-	Texts, Pieces, Bytes int64
+	Texts, Pieces, Facets, Meta, Bytes int64
 }
 
 // IndexBacklog is what the search index has still to do: the traces

@@ -136,16 +136,33 @@ func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {
 	// Every trace's rows go, the live ones are written whole, then the
 	// texts the batch's traces held and hold no more, if nothing else
 	// holds them.
-	rows, err := st.tx.Query(ctx, `DELETE FROM search_traces WHERE trace_id = ANY($1::uuid[]) RETURNING texts`, ids)
+	rows, err := st.tx.Query(ctx, `DELETE FROM search_traces WHERE trace_id = ANY($1::uuid[]) RETURNING trace_id::text, texts, facets, metas`, ids)
 	if err != nil {
 		return err
 	}
-	old, err := pgx.CollectRows(rows, pgx.RowTo[[]int64])
-	if err != nil {
+	var old [][]int64
+	var fTrace, fFacet []string
+	var metas []int64
+	var traceID string
+	var texts, ms []int64
+	var facets []string
+	if _, err := pgx.ForEachRow(rows, []any{&traceID, &texts, &facets, &ms}, func() error {
+		old = append(old, texts)
+		for _, f := range facets {
+			fTrace, fFacet = append(fTrace, traceID), append(fFacet, f)
+		}
+		metas = append(metas, ms...)
+		return nil
+	}); err != nil {
 		return err
 	}
-	for _, table := range []string{"search_facets", "search_meta"} {
-		if _, err := st.tx.Exec(ctx, "DELETE FROM "+table+" WHERE trace_id = ANY($1::uuid[])", ids); err != nil {
+	if len(fFacet) > 0 {
+		if _, err := st.tx.Exec(ctx, `DELETE FROM search_facets f USING unnest($1::uuid[], $2::text[]) x (trace_id, facet) WHERE f.facet = x.facet AND f.trace_id = x.trace_id`, fTrace, fFacet); err != nil {
+			return err
+		}
+	}
+	if len(metas) > 0 {
+		if _, err := st.tx.Exec(ctx, `DELETE FROM search_meta WHERE id = ANY($1::bigint[])`, metas); err != nil {
 			return err
 		}
 	}

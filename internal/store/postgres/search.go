@@ -27,8 +27,10 @@ func (dialect) IndexedTraces(word string) (string, any) {
 func (dialect) ScanTrace() string {
 	return "EXISTS (SELECT 1 FROM search_traces d JOIN search_texts x ON x.id = ANY(d.texts) WHERE d.trace_id = t.id AND strpos(x.text, ?) > 0)"
 }
-func (dialect) Contains(column string) string  { return "strpos(" + column + ", ?) > 0" }
-func (dialect) Unindexed(column string) string { return column }
+func (dialect) Contains(column string) string { return "strpos(" + column + ", ?) > 0" }
+func (dialect) TraceMeta() string {
+	return "search_traces d JOIN search_meta m ON m.id = ANY(d.metas) WHERE d.trace_id = t.id AND m.key = ?"
+}
 
 // JSONNumber is search.Dialect.JSONNumber: numeric first, since a number
 // beyond float8's range would make the cast fail.
@@ -42,8 +44,8 @@ func (dialect) ExtraMember(column, key string) string {
 }
 
 var (
-	searchTraceCols = []string{"trace_id", "texts"}
-	metaCopyCols    = []string{"trace_id", "key", "text", "num"}
+	searchTraceCols = []string{"trace_id", "texts", "facets", "metas"}
+	metaCopyCols    = []string{"id", "trace_id", "key", "text", "num"}
 )
 
 // insertDocs writes the index rows of traces that have none with COPY
@@ -97,6 +99,10 @@ func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.I
 	var fTrace, fFacet []string
 	var pieces int64
 	seen := map[int64]bool{}
+	metaIDs, err := metaIDs(ctx, tx, docs)
+	if err != nil {
+		return nil, 0, err
+	}
 	for i, dh := range docs {
 		id, d := uuidOf(ids[i]), dh.Doc
 		// Each text of the trace once, in order of first occurrence.
@@ -109,13 +115,19 @@ func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.I
 			}
 		}
 		pieces += int64(len(held))
-		traces = append(traces, []any{id, held})
-		for _, m := range d.Meta {
+		facets := d.Facets
+		if facets == nil {
+			facets = []string{}
+		}
+		ms := append([]int64{}, metaIDs[:len(d.Meta)]...) // not NULL
+		metaIDs = metaIDs[len(d.Meta):]
+		traces = append(traces, []any{id, held, facets, ms})
+		for k, m := range d.Meta {
 			var num any
 			if m.IsNum {
 				num = m.Num
 			}
-			meta = append(meta, []any{id, m.Key, m.Text, num})
+			meta = append(meta, []any{ms[k], id, m.Key, m.Text, num})
 		}
 		for _, f := range d.Facets {
 			fTrace, fFacet = append(fTrace, ids[i]), append(fFacet, f)
@@ -137,6 +149,22 @@ func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.I
 		}
 	}
 	return used, pieces, nil
+}
+
+// metaIDs takes the ids of the docs' search_meta rows from their sequence.
+func metaIDs(ctx context.Context, tx pgx.Tx, docs []storeutil.IndexDoc) ([]int64, error) {
+	n := 0
+	for _, d := range docs {
+		n += len(d.Doc.Meta)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT nextval('search_meta_id_seq') FROM generate_series(1, $1)`, n)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
 // sweepTexts deletes those of the texts that no piece uses any more (the
@@ -261,9 +289,10 @@ func (s *Store) SearchIndexStats(ctx context.Context) (store.SearchIndexStats, e
 		return st, fail(ctx, err, "search index stats")
 	}
 	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM search_texts), (SELECT coalesce(sum(cardinality(texts)), 0) FROM search_traces),
+		(SELECT count(*) FROM search_facets), (SELECT count(*) FROM search_meta),
 		(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
 		WHERE c.relkind = 'r' AND c.relname IN ('search_texts', 'search_traces', 'search_facets', 'search_meta')
-		AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()))`).Scan(&st.Texts, &st.Pieces, &st.Bytes)
+		AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()))`).Scan(&st.Texts, &st.Pieces, &st.Facets, &st.Meta, &st.Bytes)
 	if err != nil {
 		return st, fail(ctx, err, "search index stats")
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -30,8 +31,14 @@ func (dialect) IndexedTraces(word string) (string, any) {
 func (dialect) ScanTrace() string {
 	return "EXISTS (SELECT 1 FROM search_traces d, json_each(d.texts) j, search_texts x WHERE d.trace_id = t.id AND x.id = j.value AND instr(x.text, ?) > 0)"
 }
-func (dialect) Contains(column string) string  { return "instr(" + column + ", ?) > 0" }
-func (dialect) Unindexed(column string) string { return "+" + column }
+func (dialect) Contains(column string) string { return "instr(" + column + ", ?) > 0" }
+
+// TraceMeta is search.Dialect.TraceMeta; the key is kept from its index
+// (+): the planner, without statistics, would scan the key's rows for
+// each trace rather than look the trace up.
+func (dialect) TraceMeta() string {
+	return "search_traces d, json_each(d.metas) j, search_meta m WHERE d.trace_id = t.id AND m.id = j.value AND +m.key = ?"
+}
 
 // JSONNumber is search.Dialect.JSONNumber: a number beyond float64's
 // range reads as an infinity, which is left out as PostgreSQL leaves it.
@@ -78,16 +85,20 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(docid), 0) FROM search_traces`).Scan(&docid); err != nil {
 		return nil, err
 	}
-	traces := batcher{tx: tx, head: "INSERT INTO search_traces (docid, trace_id, texts) VALUES ", cols: 3}
+	var metaID int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM search_meta`).Scan(&metaID); err != nil {
+		return nil, err
+	}
+	traces := batcher{tx: tx, head: "INSERT INTO search_traces (docid, trace_id, texts, facets, metas) VALUES ", cols: 5}
 	facets := batcher{tx: tx, head: "INSERT OR IGNORE INTO search_facets (trace_id, facet) VALUES ", cols: 2}
-	meta := batcher{tx: tx, head: "INSERT INTO search_meta (trace_id, key, text, num) VALUES ", cols: 4}
+	meta := batcher{tx: tx, head: "INSERT INTO search_meta (id, trace_id, key, text, num) VALUES ", cols: 5}
 	defer traces.close()
 	defer facets.close()
 	defer meta.close()
 	seen := map[int64]bool{}
 	var facetRows []traceFacet
 	var metaRows []traceMeta
-	var list, tokens []byte
+	var list, tokens, metaList []byte
 	// The postings of every document: a JSON array of docid and tokens pairs.
 	postings := []byte{'['}
 	for i, dh := range docs {
@@ -108,8 +119,28 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 			tokens = appendTextToken(tokens, t)
 		}
 		list = append(list, ']')
+		for _, f := range d.Facets {
+			facetRows = append(facetRows, traceFacet{id, f})
+		}
+		facetList := []byte("[]")
+		if len(d.Facets) > 0 {
+			var err error
+			if facetList, err = json.Marshal(d.Facets); err != nil {
+				return nil, err
+			}
+		}
+		metaList = append(metaList[:0], '[')
+		for k, m := range d.Meta {
+			metaID++
+			metaRows = append(metaRows, traceMeta{metaID, id, m})
+			if k > 0 {
+				metaList = append(metaList, ',')
+			}
+			metaList = strconv.AppendInt(metaList, metaID, 10)
+		}
+		metaList = append(metaList, ']')
 		docid++
-		if err := traces.add(ctx, docid, id, string(list)); err != nil {
+		if err := traces.add(ctx, docid, id, string(list), string(facetList), string(metaList)); err != nil {
 			return nil, err
 		}
 		if len(postings) > 1 {
@@ -117,12 +148,6 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 		}
 		postings = strconv.AppendInt(append(postings, '['), docid, 10)
 		postings = append(append(append(postings, `,"`...), tokens...), `"]`...)
-		for _, f := range d.Facets {
-			facetRows = append(facetRows, traceFacet{id, f})
-		}
-		for _, m := range d.Meta {
-			metaRows = append(metaRows, traceMeta{id, m})
-		}
 	}
 	// In the order of the indexes they enter: each insert then descends
 	// to the page the one before left warm (the batch's values of a key
@@ -143,7 +168,7 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 		if r.m.IsNum {
 			num = r.m.Num
 		}
-		if err := meta.add(ctx, r.traceID, r.m.Key, r.m.Text, num); err != nil {
+		if err := meta.add(ctx, r.id, r.traceID, r.m.Key, r.m.Text, num); err != nil {
 			return nil, err
 		}
 	}
@@ -162,6 +187,7 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 type traceFacet struct{ traceID, facet string }
 
 type traceMeta struct {
+	id      int64
 	traceID string
 	m       search.MetaValue
 }
@@ -427,7 +453,8 @@ func (s *Store) SearchIndexStats(ctx context.Context) (store.SearchIndexStats, e
 	var b sql.NullInt64
 	err := s.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM search_texts),
 		(SELECT coalesce(sum(json_array_length(texts)), 0) FROM search_traces),
-		(SELECT sum(pgsize) FROM dbstat('idx'))`).Scan(&st.Texts, &st.Pieces, &b)
+		(SELECT count(*) FROM search_facets), (SELECT count(*) FROM search_meta),
+		(SELECT sum(pgsize) FROM dbstat('idx'))`).Scan(&st.Texts, &st.Pieces, &st.Facets, &st.Meta, &b)
 	st.Bytes = b.Int64
 	if err != nil {
 		return st, fail(ctx, err, "search index stats")

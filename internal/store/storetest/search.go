@@ -644,26 +644,36 @@ func testSearchConsistency(t *testing.T, open func(t *testing.T) store.Store) {
 			}
 		}
 	}
-	// Deleting every trace leaves no text behind: the unused ones are swept.
+	// Deleting every trace leaves no text, facet or metadata row behind:
+	// the unused texts are swept. An append rewrites the trace's rows:
+	// those of the facets and metadata it had go with it.
 	del := e.dataset(alice, "swept", false)
 	unique := simple("unique", 1, nil)
 	unique.Trace.Events[0].Content = trace.TextContent("a text only this trace has: " + d.ID)
+	unique.Trace.Metadata = json.RawMessage(`{"round":7,"tag":"swept"}`)
 	before0 := e.indexStats()
 	id := e.add(alice.ID, del.ID, unique)[0]
-	if got := e.indexStats(); got.Texts != before0.Texts+1 || got.Pieces != before0.Pieces+1 {
-		t.Errorf("after adding a one-text trace: %+v, before %+v", got, before0)
+	added := e.indexStats()
+	if added.Texts != before0.Texts+1 || added.Pieces != before0.Pieces+1 || added.Facets != before0.Facets+1 || added.Meta != before0.Meta+2 {
+		t.Errorf("after adding a one-text trace with a role and two metadata values: %+v, before %+v", added, before0)
+	}
+	if err := e.st.AppendEvents(e.ctx, id, []trace.Event{{Role: "assistant", ToolCalls: []trace.ToolCall{{ID: "c1", Type: "function", Function: trace.Function{Name: "lookup", Arguments: json.RawMessage(`{}`)}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.indexStats(); got.Facets != added.Facets+2 || got.Meta != added.Meta {
+		t.Errorf("after appending a tool call: %+v, before %+v (want two facets more: its role and its tool)", got, added)
 	}
 	if err := e.st.DeleteTrace(e.ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.indexStats(); got.Texts != before0.Texts || got.Pieces != before0.Pieces {
+	if got := e.indexStats(); got.Texts != before0.Texts || got.Pieces != before0.Pieces || got.Facets != before0.Facets || got.Meta != before0.Meta {
 		t.Errorf("after deleting it: %+v, want %+v", got, before0)
 	}
 	e.add(alice.ID, del.ID, unique)
 	if err := e.st.DeleteDataset(e.ctx, del.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.indexStats(); got.Texts != before0.Texts || got.Pieces != before0.Pieces {
+	if got := e.indexStats(); got.Texts != before0.Texts || got.Pieces != before0.Pieces || got.Facets != before0.Facets || got.Meta != before0.Meta {
 		t.Errorf("after deleting its dataset: %+v, want %+v", got, before0)
 	}
 
