@@ -2,7 +2,10 @@ package trace
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
+
+	"github.com/lookout-dev/lookout/internal/jsonscan"
 )
 
 // SessionKeys and UserKeys are the top-level metadata keys that name a
@@ -22,8 +25,20 @@ func SessionAndUser(meta json.RawMessage) (session, user string) {
 	if len(meta) == 0 || meta[0] != '{' {
 		return "", ""
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(meta, &m) != nil {
+	// The top-level members are scanned, not decoded into a map: agents'
+	// metadata nests whole records (a task with its expected actions),
+	// which the indexer read for every trace it indexed.
+	m := map[string]json.RawMessage{}
+	sc := jsonscan.New(meta)
+	err := sc.Object(func(key string) error {
+		if !slices.Contains(SessionKeys, key) && !slices.Contains(UserKeys, key) {
+			return sc.Skip()
+		}
+		raw, err := sc.Raw()
+		m[key] = raw // of a repeated key, the last, as a decoded map keeps it
+		return err
+	})
+	if err != nil || sc.End() != nil {
 		return "", ""
 	}
 	return firstID(m, SessionKeys), firstID(m, UserKeys)

@@ -20,6 +20,13 @@ func TestSessionAndUser(t *testing.T) {
 		{`{"session_id":true,"user_id":1.50}`, "", "1.50"},
 		// Nested keys do not count.
 		{`{"info":{"session_id":"x","user_id":"y"}}`, "", ""},
+		// As a decoded map: a repeated key's last value, escaped keys;
+		// nothing from a value that is not JSON.
+		{`{"session_id":"a","session_id":"b","user":"u","user":null}`, "b", ""},
+		{`{"session\u005fid":"e","us\u0065r":"f"}`, "e", "f"},
+		{`{"session_id":"a"`, "", ""},
+		{`{"session_id":"a"} {}`, "", ""},
+		{`{"session_id":"a","x":[1,}`, "", ""},
 	} {
 		s, u := SessionAndUser(json.RawMessage(c.meta))
 		if s != c.session || u != c.user {
