@@ -17,9 +17,11 @@ import (
 
 // IndexTexts is Index without addresses: on every corpus trace the
 // formats read, the same pieces (texts and offsets, in order), facets and
-// metadata.
+// metadata. IndexHashed is IndexTexts with HashPieces' hashes, with one
+// cache for every trace (the corpus repeats texts across traces).
 func TestIndexTextsIsIndexWithoutAddresses(t *testing.T) {
 	traces := 0
+	cache := search.TextCache{}
 	filepath.WalkDir(testcorpus.Dir(t), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || strings.HasSuffix(path, ".md") {
 			return err
@@ -46,9 +48,19 @@ func TestIndexTextsIsIndexWithoutAddresses(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s, trace %d: IndexTexts differs from Index without addresses", path, traces)
 			}
+			hashed := search.IndexHashed(tr, cache)
+			if got.HashPieces(); len(got.Pieces) == 0 {
+				got.Hashes = []search.TextHash{}
+			}
+			if !reflect.DeepEqual(hashed, got) {
+				t.Fatalf("%s, trace %d: IndexHashed differs from IndexTexts and HashPieces", path, traces)
+			}
 		}
 	})
 	if traces < 200 {
 		t.Fatalf("only %d corpus traces read", traces)
+	}
+	if len(cache) == 0 {
+		t.Fatal("IndexHashed cached no text")
 	}
 }

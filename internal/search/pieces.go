@@ -69,10 +69,14 @@ func (d *Doc) HashPieces() {
 			continue
 		}
 		at[p.Text] = i
-		sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(p.Text), len(p.Text)))
-		hs[i] = TextHash(sum[:16])
+		hs[i] = hashText(p.Text)
 	}
 	d.Hashes = hs
+}
+
+func hashText(s string) TextHash {
+	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
+	return TextHash(sum[:16])
 }
 
 // Lower lower-cases s rune by rune, keeping the number of code points: it
@@ -139,18 +143,39 @@ func lowerFrom(b []byte, s string, i int) string {
 // inputs, outputs and value; its session and user (trace.SessionAndUser)
 // as facets.
 func Index(t *trace.Trace) Doc {
-	return index(t, false)
+	return index(t, false, nil)
 }
 
 // IndexTexts is Index without the pieces' addresses, which the search
 // index does not keep (a search finds where its hits are in the traces it
 // shows): building them was a quarter of Index's time.
 func IndexTexts(t *trace.Trace) Doc {
-	return index(t, true)
+	return index(t, true, nil)
 }
 
-func index(t *trace.Trace, noAddr bool) Doc {
-	b := docBuilder{noAddr: noAddr}
+// IndexHashed is IndexTexts with the pieces' hashes (HashPieces), a text
+// met before in c lower-cased and hashed no more: an indexer's batch of
+// traces repeats its system prompts, tool descriptions and outputs.
+func IndexHashed(t *trace.Trace, c TextCache) Doc {
+	return index(t, true, c)
+}
+
+// TextCache maps a text as a trace holds it to its lower-cased form and
+// that form's TextHash (a new map for each batch of traces: it keeps their
+// strings).
+type TextCache map[string]HashedText
+
+// HashedText is a text lower-cased and hashed.
+type HashedText struct {
+	Lower string
+	Hash  TextHash
+}
+
+func index(t *trace.Trace, noAddr bool, c TextCache) Doc {
+	b := docBuilder{noAddr: noAddr, cache: c}
+	if c != nil {
+		b.d.Hashes = []TextHash{}
+	}
 	b.events(t.Events, 0)
 	b.spans(t.Spans)
 	session, user := trace.SessionAndUser(t.Metadata)
@@ -163,7 +188,24 @@ func index(t *trace.Trace, noAddr bool) Doc {
 type docBuilder struct {
 	d      Doc
 	seen   map[string]bool
-	noAddr bool // pieces without their addresses
+	noAddr bool      // pieces without their addresses
+	cache  TextCache // nil: the pieces are not hashed
+}
+
+// piece appends a piece of the text s (as the trace holds it).
+func (b *docBuilder) piece(addr, s string, at int) {
+	if b.cache == nil {
+		b.d.Pieces = append(b.d.Pieces, Piece{Address: addr, Text: Lower(s), At: at})
+		return
+	}
+	h, ok := b.cache[s]
+	if !ok {
+		h.Lower = Lower(s)
+		h.Hash = hashText(h.Lower)
+		b.cache[s] = h
+	}
+	b.d.Pieces = append(b.d.Pieces, Piece{Address: addr, Text: h.Lower, At: at})
+	b.d.Hashes = append(b.d.Hashes, h.Hash)
 }
 
 func (b *docBuilder) facet(kind, v string) {
@@ -182,7 +224,7 @@ func (b *docBuilder) facet(kind, v string) {
 
 func (b *docBuilder) add(a trace.Address, s string) {
 	if s != "" {
-		b.d.Pieces = append(b.d.Pieces, Piece{Address: b.address(a), Text: Lower(s)})
+		b.piece(b.address(a), s, 0)
 	}
 }
 
@@ -251,7 +293,7 @@ func (b *docBuilder) addSpanString(a trace.Address, s string) {
 		if !addressed {
 			addr, addressed = b.address(a), true
 		}
-		b.d.Pieces = append(b.d.Pieces, Piece{Address: addr, Text: Lower(raw), At: at})
+		b.piece(addr, raw, at)
 	})
 }
 

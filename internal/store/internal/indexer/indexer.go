@@ -628,9 +628,9 @@ func prepare(ctx context.Context, r reader, datasetID string, done *doneRows, he
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
+			texts := search.TextCache{}
 			for j := range jobs {
-				d := search.IndexTexts(j.t)
-				d.HashPieces()
+				d := search.IndexHashed(j.t, texts)
 				docs[j.at].Doc = &d
 			}
 		})
