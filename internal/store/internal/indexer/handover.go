@@ -34,10 +34,11 @@ type handed struct {
 // handoverAge is how long a trace not taken stays.
 const handoverAge = time.Minute
 
-// NewDefaultHandover is the handover of a store: up to 1,024 traces of up
-// to 8 MB of stored content (decoded, several times that), a few batches
-// of the indexer's.
-func NewDefaultHandover() *Handover { return NewHandover(1024, 8<<20) }
+// NewDefaultHandover is the handover of a store: up to 4,096 traces of up
+// to 16 MB of stored content in all (decoded, more), enough for an indexer
+// that falls a few pushes of 500 traces behind (with 1,024, bench/ingest's
+// indexer decoded traces again: 4.7 KB of content a tau-bench trace).
+func NewDefaultHandover() *Handover { return NewHandover(4096, 16<<20) }
 
 // NewHandover keeps up to maxN traces of up to maxSize content bytes in
 // all.
