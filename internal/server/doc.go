@@ -77,6 +77,21 @@
 //	POST   /api/v1/benchmarks/{id}/runs                score a dataset against it (server-sent progress with Accept: text/event-stream)
 //	GET    /api/v1/benchmarks/{id}/leaderboard         its results, best first
 //
+// A trace list's rows (GET /datasets/{id}/traces, and /search's with
+// "hits" and "snippet") carry no trace content: {"id", "index", "name"?,
+// "metadata"?, "event_count", "annotation_count", "violation_count"
+// (annotations with source "analyzer": policy results), "tool_call_count",
+// "first_user"? (the first user message's text, at most 200 UTF-16 code
+// units), "input_tokens"?, "output_tokens"?, "total_tokens"?, "cost"?
+// (US dollars: recorded by the source, or priced from the server's table,
+// then "cost_estimated": true), "unpriced_spans"? (spans with tokens and no
+// price), "duration_ms"? (first span start to last span end, else first to
+// last event timestamp), "created_at"}. The counts of annotations and
+// violations are counted when read; the rest is computed when the trace is
+// written and kept up to date by appends. A search row's "snippet" is
+// {"before", "match", "after"}: its first hit with up to 40 code points of
+// text before and 60 after, when the hit is in a string.
+//
 // Errors are {"error": {"code", "message", "details"}}: 400 invalid_json
 // (details: line, col, path) or bad_request, 401 unauthorized, 403
 // forbidden, 404 not_found (also for another user's private data), 405,

@@ -14,7 +14,15 @@ import (
 // texts occur in it.
 type searchHitJSON struct {
 	traceSummaryJSON
-	Hits []string `json:"hits"`
+	Hits    []string     `json:"hits"`
+	Snippet *snippetJSON `json:"snippet,omitempty"`
+}
+
+// snippetJSON is the text around a trace's first hit (store.Snippet).
+type snippetJSON struct {
+	Before string `json:"before"`
+	Match  string `json:"match"`
+	After  string `json:"after"`
 }
 
 // parseQuery reads ?q=; a query that does not parse is a 400 that gives
@@ -25,7 +33,7 @@ func parseQuery(r *http.Request) (*search.Query, error) {
 
 // searchDataset answers GET /api/v1/datasets/{id}/search?q=&cursor=&limit=
 // with the matching traces in index order, a page at a time:
-// {"traces": [{..summary, "hits": [address...]}], "next", "total",
+// {"traces": [{..summary, "hits": [address...], "snippet"?}], "next", "total",
 // "total_is_estimate", "plan"}. The total is exact up to ?count_cap= (default
 // 1000, at most 100000) matches and an estimate past it.
 func (s *Server) searchDataset(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -68,8 +76,10 @@ func (s *Server) searchDataset(w http.ResponseWriter, r *http.Request, p *princi
 		if hits == nil {
 			hits = []string{}
 		}
-		out[i] = searchHitJSON{traceSummaryJSON{ID: t.ID, Index: t.Index, Name: t.Name, Metadata: t.Metadata,
-			EventCount: t.EventCount, AnnotationCount: t.AnnotationCount, CreatedAt: t.CreatedAt}, hits}
+		out[i] = searchHitJSON{traceSummaryJSON: summaryJSON(&res.Traces[i].TraceSummary, s.prices), Hits: hits}
+		if sn := t.Snippet; sn != nil {
+			out[i].Snippet = &snippetJSON{sn.Before, sn.Match, sn.After}
+		}
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Traces   []searchHitJSON `json:"traces"`

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/trace"
+	"github.com/lookout-dev/lookout/internal/usage"
 )
 
 // traceAccess loads a trace the caller may read (write=false) or change
@@ -252,6 +255,11 @@ func (s *Server) deleteTrace(w http.ResponseWriter, r *http.Request, p *principa
 	return nil
 }
 
+// traceSummaryJSON is a row of a trace list (listTraces, searchDataset):
+// what the explorer's list shows, with no trace content. The counts of
+// annotations and violations are counted when read; the rest is the
+// digest the store computed when the trace was written (store.Digest),
+// the cost priced now with the server's price table.
 type traceSummaryJSON struct {
 	ID              string          `json:"id"`
 	Index           int64           `json:"index"`
@@ -259,7 +267,55 @@ type traceSummaryJSON struct {
 	Metadata        json.RawMessage `json:"metadata,omitempty"`
 	EventCount      int             `json:"event_count"`
 	AnnotationCount int             `json:"annotation_count"`
+	ViolationCount  int             `json:"violation_count"`
+	ToolCallCount   int             `json:"tool_call_count"`
+	FirstUser       string          `json:"first_user,omitempty"`
+	InputTokens     *int64          `json:"input_tokens,omitempty"`
+	OutputTokens    *int64          `json:"output_tokens,omitempty"`
+	TotalTokens     *int64          `json:"total_tokens,omitempty"`
+	Cost            *float64        `json:"cost,omitempty"`
+	CostEstimated   bool            `json:"cost_estimated,omitempty"`
+	UnpricedSpans   int             `json:"unpriced_spans,omitempty"`
+	DurationMs      *float64        `json:"duration_ms,omitempty"`
 	CreatedAt       time.Time       `json:"created_at"`
+}
+
+// summaryJSON is t as a list row, its cost priced with prices.
+func summaryJSON(t *store.TraceSummary, prices *usage.Prices) traceSummaryJSON {
+	j := traceSummaryJSON{ID: t.ID, Index: t.Index, Name: t.Name, Metadata: t.Metadata,
+		EventCount: t.EventCount, AnnotationCount: t.AnnotationCount, ViolationCount: t.ViolationCount, CreatedAt: t.CreatedAt,
+		ToolCallCount: t.Digest.ToolCalls, FirstUser: t.Digest.FirstUser}
+	u := &t.Digest.Usage
+	if u.Has&usage.HasInput != 0 {
+		j.InputTokens = &u.Input
+	}
+	if u.Has&usage.HasOutput != 0 {
+		j.OutputTokens = &u.Output
+	}
+	if u.Has&usage.HasTotal != 0 {
+		j.TotalTokens = &u.Total
+	}
+	// As usage.Reader.Span prices a span its source did not: by its
+	// model's price, when the table has it.
+	cost, has, unpriced := u.Cost, u.Has&usage.HasCost != 0, u.Unpriced
+	// In the models' order, so that the sum is the same every time.
+	for _, m := range slices.Sorted(maps.Keys(u.ByModel)) {
+		mt := u.ByModel[m]
+		if p, _, ok := prices.Lookup(m); ok {
+			cost += (float64(mt.Input)*p.Input + float64(mt.Output)*p.Output) / 1e6
+			has, j.CostEstimated = true, true
+			unpriced -= mt.Spans
+		}
+	}
+	if has {
+		j.Cost = &cost
+	}
+	j.UnpricedSpans = unpriced
+	if d, ok := u.Bounds.Duration(); ok {
+		ms := float64(d) / float64(time.Millisecond)
+		j.DurationMs = &ms
+	}
+	return j
 }
 
 // maxPage caps ?limit= on lists.
@@ -293,9 +349,8 @@ func (s *Server) listTraces(w http.ResponseWriter, r *http.Request, p *principal
 		return err
 	}
 	out := make([]traceSummaryJSON, len(items))
-	for i, t := range items {
-		out[i] = traceSummaryJSON{ID: t.ID, Index: t.Index, Name: t.Name, Metadata: t.Metadata,
-			EventCount: t.EventCount, AnnotationCount: t.AnnotationCount, CreatedAt: t.CreatedAt}
+	for i := range items {
+		out[i] = summaryJSON(&items[i], s.prices)
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Traces []traceSummaryJSON `json:"traces"`

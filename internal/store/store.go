@@ -13,6 +13,7 @@ import (
 
 	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/trace"
+	"github.com/lookout-dev/lookout/internal/usage"
 )
 
 // Errors every backend returns (wrapped with %w and context); the server maps
@@ -83,7 +84,49 @@ type TraceSummary struct {
 	Metadata        json.RawMessage
 	EventCount      int
 	AnnotationCount int
-	CreatedAt       time.Time
+	// ViolationCount counts the annotations with source "analyzer" (policy
+	// results), among AnnotationCount.
+	ViolationCount int
+	CreatedAt      time.Time
+	Digest         Digest
+}
+
+// Digest is what a trace list shows of a trace's content, computed when
+// the trace is written (and brought up to date by appends), so that a list
+// reads no trace content.
+type Digest struct {
+	// FirstUser is the text of the first event with role "user" (a list
+	// content's text parts joined by newlines), cut to MaxFirstUser UTF-16
+	// code units (as the explorer counts) without splitting a character.
+	FirstUser string
+	ToolCalls int // tool calls of the events
+	Usage     Usage
+}
+
+// MaxFirstUser is how many UTF-16 code units of the first user message a
+// Digest keeps.
+const MaxFirstUser = 200
+
+// Usage is a trace's token and cost totals as kept for lists
+// (internal/usage's reading of its spans): the cost its sources recorded,
+// and the tokens of the spans they did not price, by model, for the reader
+// to price with its own price table.
+type Usage struct {
+	Input, Output, Total int64
+	Has                  uint8   // usage.HasInput, HasOutput, HasTotal, HasCost
+	Cost                 float64 // as recorded by the sources
+	// Unpriced counts the spans that used tokens and recorded no cost;
+	// ByModel those of them with a model and tokens in or out, which a
+	// price table may price.
+	Unpriced int
+	ByModel  map[string]ModelTokens
+	Bounds   usage.Bounds
+}
+
+// ModelTokens are a model's tokens in and out over Spans spans.
+type ModelTokens struct {
+	Input, Output int64
+	Spans         int
 }
 
 // Annotation is a note at an address of a trace.
@@ -354,7 +397,21 @@ const DefaultCountCap = 1000
 type SearchHit struct {
 	TraceSummary
 	Hits []string
+	// Snippet is the text around the first hit, when it is in a string.
+	Snippet *Snippet
 }
+
+// Snippet is a hit with up to SnippetBefore code points of text before it
+// and SnippetAfter after it.
+type Snippet struct {
+	Before, Match, After string
+}
+
+// How much text a Snippet keeps around its hit, in code points.
+const (
+	SnippetBefore = 40
+	SnippetAfter  = 60
+)
 
 // SearchResult is a page of matching traces, in index order.
 type SearchResult struct {

@@ -501,7 +501,6 @@ func OfTrace(t *trace.Trace, p *Prices) Totals {
 // the agent span above them.
 func (r *Reader) Totals(t *trace.Trace, each func(i int, u *Span)) Totals {
 	var tot Totals
-	var first, last time.Time
 	us := r.spans[:0]
 	tokens := 0 // spans that record tokens
 	for i := range t.Spans {
@@ -509,16 +508,6 @@ func (r *Reader) Totals(t *trace.Trace, each func(i int, u *Span)) Totals {
 		us = append(us, r.Span(sp))
 		if us[i].Has&(HasInput|HasOutput|HasTotal) != 0 {
 			tokens++
-		}
-		if !sp.Start.IsZero() && (first.IsZero() || sp.Start.Before(first)) {
-			first = sp.Start
-		}
-		end := sp.End
-		if end.IsZero() {
-			end = sp.Start
-		}
-		if !end.IsZero() && end.After(last) {
-			last = end
 		}
 	}
 	r.spans = us
@@ -539,13 +528,87 @@ func (r *Reader) Totals(t *trace.Trace, each func(i int, u *Span)) Totals {
 			each(i, u)
 		}
 	}
-	if first.IsZero() {
-		first, last = eventTimes(t.Events)
+	b := Bounds{}
+	b.SpanFirst, b.SpanLast = spanTimes(t.Spans)
+	if b.SpanFirst.IsZero() {
+		b.EventFirst, b.EventLast = eventTimes(t.Events)
 	}
-	if !first.IsZero() && !last.Before(first) {
-		tot.Duration, tot.Has = last.Sub(first), tot.Has|HasDuration
+	if d, ok := b.Duration(); ok {
+		tot.Duration, tot.Has = d, tot.Has|HasDuration
 	}
 	return tot
+}
+
+// Bounds are the times a trace's duration is read from: its spans' first
+// start and last end, and its events' first and last timestamps. The
+// bounds of two parts of a trace merge into the whole's (Merge), so that a
+// trace appended to keeps its duration without being read again.
+type Bounds struct {
+	SpanFirst, SpanLast, EventFirst, EventLast time.Time
+}
+
+// BoundsOf are t's bounds.
+func BoundsOf(t *trace.Trace) Bounds {
+	var b Bounds
+	b.SpanFirst, b.SpanLast = spanTimes(t.Spans)
+	b.EventFirst, b.EventLast = eventTimes(t.Events)
+	return b
+}
+
+// Merge returns the bounds of a trace made of the parts b and o bound.
+func (b Bounds) Merge(o Bounds) Bounds {
+	b.SpanFirst, b.SpanLast = minTime(b.SpanFirst, o.SpanFirst), maxTime(b.SpanLast, o.SpanLast)
+	b.EventFirst, b.EventLast = minTime(b.EventFirst, o.EventFirst), maxTime(b.EventLast, o.EventLast)
+	return b
+}
+
+// Duration is from the first span start to the last span end, else from
+// the first to the last event timestamp; ok is false when neither is
+// known.
+func (b Bounds) Duration() (d time.Duration, ok bool) {
+	first, last := b.SpanFirst, b.SpanLast
+	if first.IsZero() {
+		first, last = b.EventFirst, b.EventLast
+	}
+	if first.IsZero() || last.Before(first) {
+		return 0, false
+	}
+	return last.Sub(first), true
+}
+
+// minTime is the earlier of a and b, a zero time being unknown.
+func minTime(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// maxTime is the later of a and b, a zero time being unknown.
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// spanTimes are the spans' first start and last end (a span with no end
+// ending at its start).
+func spanTimes(spans []trace.Span) (first, last time.Time) {
+	for i := range spans {
+		sp := &spans[i]
+		if !sp.Start.IsZero() && (first.IsZero() || sp.Start.Before(first)) {
+			first = sp.Start
+		}
+		end := sp.End
+		if end.IsZero() {
+			end = sp.Start
+		}
+		if !end.IsZero() && end.After(last) {
+			last = end
+		}
+	}
+	return first, last
 }
 
 // sums are the tokens of a subtree's spans that count.

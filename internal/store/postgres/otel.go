@@ -134,6 +134,13 @@ func (t spanTx) InsertTraces(ctx context.Context, ownerID, datasetID string, ts 
 		datasetID, ownerID, now, ids, idx, names, meta, hier, events, enc, content); err != nil {
 		return fmt.Errorf("traces of OpenTelemetry traces: %w", err)
 	}
+	sums := make([]string, n)
+	for i, nt := range ts {
+		sums[i] = string(nt.Row.Summary)
+	}
+	if _, err := t.tx.Exec(ctx, `INSERT INTO trace_summaries (trace_id, summary) SELECT id, s FROM unnest($1::uuid[], $2::text[]) AS t (id, s)`, ids, sums); err != nil {
+		return fmt.Errorf("summaries of OpenTelemetry traces: %w", err)
+	}
 	_, err := t.tx.Exec(ctx, `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) SELECT $1, o, id FROM unnest($2::text[], $3::uuid[]) AS t (o, id)`,
 		datasetID, otelIDs, ids)
 	return err
@@ -149,9 +156,11 @@ func optString(b []byte) *string {
 }
 
 func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Row) error {
-	_, err := t.tx.Exec(ctx, `UPDATE traces SET name = $1, metadata = $2, hierarchy = $3, event_count = $4, encoding = $5, content = $6 WHERE id = $7`,
-		r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, traceID)
-	return err
+	if _, err := t.tx.Exec(ctx, `UPDATE traces SET name = $1, metadata = $2, hierarchy = $3, event_count = $4, encoding = $5, content = $6 WHERE id = $7`,
+		r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, traceID); err != nil {
+		return err
+	}
+	return sqlstore.PutDigest(ctx, sqlstore.Pgx(t.tx), traceID, r.Summary)
 }
 
 // InsertSpanParts writes the parts in one statement: arrays of trace

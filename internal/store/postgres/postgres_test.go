@@ -82,3 +82,23 @@ func TestMigratePolicyMode(t *testing.T) {
 		return st, func(q string) error { _, err := st.pool.Exec(context.Background(), q); return err }
 	})
 }
+
+// TestMigrateTraceSummary: a trace stored before digests were kept gets
+// its digest when first listed or appended to, and keeps it.
+func TestMigrateTraceSummary(t *testing.T) {
+	url, db, p := unmigrated(t)
+	storetest.MigrateTraceSummary(t, p, db, "now()", func() (store.Store, func() int) {
+		st, err := Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st, func() int {
+			var n int
+			if err := st.pool.QueryRow(context.Background(), `SELECT count(*) FROM trace_summaries`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	})
+}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -27,6 +26,7 @@ func uuidOf(id string) pgtype.UUID {
 // ---- traces ----
 
 var traceCopyCols = []string{"id", "dataset_id", "owner_id", "idx", "name", "metadata", "hierarchy", "event_count", "created_at", "encoding", "content"}
+var summaryCopyCols = []string{"trace_id", "summary"}
 var annotationCopyCols = []string{"id", "trace_id", "address", "content", "source", "author", "extra", "created_at", "updated_at"}
 
 // insertTraces writes prepared traces, their indexes set, with their
@@ -43,6 +43,12 @@ func insertTraces(ctx context.Context, q sqlstore.Querier, ownerID, datasetID st
 		r := &rows[i]
 		nAnn += len(r.Anns)
 		return []any{uuidOf(r.ID), ds, owner, r.Index, r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy), r.EventCount, now, int16(r.Encoding), r.Content}, nil
+	}))
+	if err != nil {
+		return err
+	}
+	_, err = tx.CopyFrom(ctx, pgx.Identifier{"trace_summaries"}, summaryCopyCols, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+		return []any{uuidOf(rows[i].ID), string(rows[i].Summary)}, nil
 	}))
 	if err != nil {
 		return err
@@ -94,8 +100,7 @@ func (s *Store) ListTraces(ctx context.Context, datasetID string, page store.Pag
 	limit := storeutil.Limit(page.Limit)
 	// One statement: the dataset's existence (the LEFT JOIN keeps a row when
 	// it has no traces past the cursor) and the page.
-	rows, err := s.pool.Query(ctx, `SELECT t.id, t.idx, t.name, t.metadata, t.event_count, t.created_at,
-			(SELECT count(*) FROM annotations a WHERE a.trace_id = t.id)
+	rows, err := s.pool.Query(ctx, `SELECT `+sqlstore.ListCols+`
 		FROM datasets d LEFT JOIN LATERAL (
 			SELECT * FROM traces t WHERE t.dataset_id = d.id AND t.idx > $2 ORDER BY t.idx LIMIT $3
 		) t ON true
@@ -105,6 +110,7 @@ func (s *Store) ListTraces(ctx context.Context, datasetID string, page store.Pag
 	}
 	defer rows.Close()
 	items := make([]store.TraceSummary, 0, limit)
+	var missing []int // rows with no digest stored
 	found, more := false, false
 	for rows.Next() {
 		found = true
@@ -112,10 +118,10 @@ func (s *Store) ListTraces(ctx context.Context, datasetID string, page store.Pag
 		var t store.TraceSummary
 		var idx *int64
 		var name *string
-		var meta []byte
+		var meta, summary []byte
 		var events *int32
 		var created *time.Time
-		if err := rows.Scan(&id, &idx, &name, &meta, &events, &created, &t.AnnotationCount); err != nil {
+		if err := rows.Scan(&id, &idx, &name, &meta, &events, &created, &t.AnnotationCount, &t.ViolationCount, &summary); err != nil {
 			return nil, "", fail(ctx, err, "list traces of dataset %s", datasetID)
 		}
 		if id == nil {
@@ -126,8 +132,13 @@ func (s *Store) ListTraces(ctx context.Context, datasetID string, page store.Pag
 			break
 		}
 		t.ID, t.Index, t.Name, t.EventCount, t.CreatedAt = *id, *idx, *name, int(*events), created.UTC()
-		if meta != nil {
-			t.Metadata = json.RawMessage(meta)
+		lr := sqlstore.ListRow{Meta: meta, Summary: summary}
+		ok, err := lr.Finish(&t)
+		if err != nil {
+			return nil, "", fmt.Errorf("postgres: list traces of dataset %s: %w", datasetID, err)
+		}
+		if !ok {
+			missing = append(missing, len(items))
 		}
 		items = append(items, t)
 	}
@@ -137,6 +148,9 @@ func (s *Store) ListTraces(ctx context.Context, datasetID string, page store.Pag
 	}
 	if !found {
 		return nil, "", notFound("dataset %s", datasetID)
+	}
+	if err := s.FillDigests(ctx, sqlstore.MissingDigests(items, missing)); err != nil {
+		return nil, "", err
 	}
 	next := ""
 	if more {
@@ -177,8 +191,10 @@ func appendToTrace(ctx context.Context, q sqlstore.Querier, id string, events []
 		return 0, err
 	}
 	count += len(events)
-	_, err = tx.Exec(ctx, `UPDATE traces SET content = $1, encoding = $2, event_count = $3 WHERE id = $4`, content, int16(newEnc), count, id)
-	return count, err
+	if _, err = tx.Exec(ctx, `UPDATE traces SET content = $1, encoding = $2, event_count = $3 WHERE id = $4`, content, int16(newEnc), count, id); err != nil {
+		return 0, err
+	}
+	return count, sqlstore.AppendedDigest(ctx, q, id, events, spans, content, newEnc)
 }
 
 // ---- annotations ----

@@ -110,8 +110,10 @@ func (t spanTx) TracesOf(ctx context.Context, datasetID string, otelTraceIDs []s
 func (t spanTx) InsertTraces(ctx context.Context, ownerID, datasetID string, ts []spanstore.NewTrace, now time.Time) error {
 	traces := batcher{tx: t.tx, head: `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content) VALUES `, cols: 11}
 	links := batcher{tx: t.tx, head: `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) VALUES `, cols: 3}
+	sums := batcher{tx: t.tx, head: `INSERT INTO trace_summaries (trace_id, summary) VALUES `, cols: 2}
 	defer traces.close()
 	defer links.close()
+	defer sums.close()
 	for _, nt := range ts {
 		r := nt.Row
 		if err := traces.add(ctx, r.ID, datasetID, ownerID, nt.Index, r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy),
@@ -125,13 +127,24 @@ func (t spanTx) InsertTraces(ctx context.Context, ownerID, datasetID string, ts 
 	if err := traces.flush(ctx); err != nil {
 		return fmt.Errorf("traces of OpenTelemetry traces: %w", err)
 	}
+	// The summaries after their traces, which they reference.
+	for _, nt := range ts {
+		if err := sums.add(ctx, nt.Row.ID, string(nt.Row.Summary)); err != nil {
+			return fmt.Errorf("summaries of OpenTelemetry traces: %w", err)
+		}
+	}
+	if err := sums.flush(ctx); err != nil {
+		return fmt.Errorf("summaries of OpenTelemetry traces: %w", err)
+	}
 	return links.flush(ctx)
 }
 
 func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Row) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE traces SET name = ?, metadata = ?, hierarchy = ?, event_count = ?, encoding = ?, content = ? WHERE id = ?`,
-		r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, traceID)
-	return err
+	if _, err := t.tx.ExecContext(ctx, `UPDATE traces SET name = ?, metadata = ?, hierarchy = ?, event_count = ?, encoding = ?, content = ? WHERE id = ?`,
+		r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, traceID); err != nil {
+		return err
+	}
+	return sqlstore.PutDigest(ctx, sqlstore.SQL(t.tx), traceID, r.Summary)
 }
 
 func (t spanTx) InsertSpanParts(ctx context.Context, parts []spanstore.SpanPart) error {

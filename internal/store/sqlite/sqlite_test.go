@@ -163,3 +163,19 @@ func TestLockedIsUnavailable(t *testing.T) {
 		t.Errorf("the write once the lock is let go: %v", err)
 	}
 }
+
+// TestMigrateTraceSummary: a trace stored before digests were kept gets
+// its digest when first listed or appended to, and keeps it.
+func TestMigrateTraceSummary(t *testing.T) {
+	path, db, p := unmigrated(t)
+	storetest.MigrateTraceSummary(t, p, db, "0", func() (store.Store, func() int) {
+		st := openStore(t, path)
+		return st, func() int {
+			var n int
+			if err := st.w.QueryRow(`SELECT count(*) FROM trace_summaries`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	})
+}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -31,11 +30,19 @@ func insertTraces(ctx context.Context, q sqlstore.Querier, ownerID, datasetID st
 		return err
 	}
 	defer ins.Close()
+	insSum, err := tx.PrepareContext(ctx, `INSERT INTO trace_summaries (trace_id, summary) VALUES (?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer insSum.Close()
 	var insAnn *sql.Stmt
 	for i := range rows {
 		r := &rows[i]
 		if _, err := ins.ExecContext(ctx, r.ID, ds, ownerID, r.Index, r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy),
 			r.EventCount, micros(now), r.Encoding, r.Content); err != nil {
+			return traceError(i, r, err)
+		}
+		if _, err := insSum.ExecContext(ctx, r.ID, string(r.Summary)); err != nil {
 			return traceError(i, r, err)
 		}
 		if len(r.Anns) > 0 && insAnn == nil {
@@ -78,34 +85,42 @@ func (s *Store) ListTraces(ctx context.Context, datasetID string, page store.Pag
 		return nil, "", fail(ctx, err, "dataset %s", datasetID)
 	}
 	limit := storeutil.Limit(page.Limit)
-	rows, err := s.r.QueryContext(ctx, `SELECT t.id, t.idx, t.name, t.metadata, t.event_count, t.created_at,
-			(SELECT count(*) FROM annotations a WHERE a.trace_id = t.id)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+sqlstore.ListCols+`
 		FROM traces t WHERE t.dataset_id = ? AND t.idx > ? ORDER BY t.idx LIMIT ?`, datasetID, after, limit+1)
 	if err != nil {
 		return nil, "", fail(ctx, err, "list traces of dataset %s", datasetID)
 	}
 	defer rows.Close()
 	items := make([]store.TraceSummary, 0, limit)
+	var missing []int // rows with no digest stored
 	more := false
+	var lr sqlstore.ListRow
 	for rows.Next() {
 		if len(items) == limit {
 			more = true
 			break
 		}
 		var t store.TraceSummary
-		var meta []byte
 		var created int64
-		if err := rows.Scan(&t.ID, &t.Index, &t.Name, &meta, &t.EventCount, &created, &t.AnnotationCount); err != nil {
+		if err := rows.Scan(lr.Dest(&t, &created)...); err != nil {
 			return nil, "", fail(ctx, err, "list traces of dataset %s", datasetID)
 		}
-		if meta != nil {
-			t.Metadata = json.RawMessage(meta)
+		ok, err := lr.Finish(&t)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: list traces of dataset %s: %w", datasetID, err)
+		}
+		if !ok {
+			missing = append(missing, len(items))
 		}
 		t.CreatedAt = storeutil.FromMicros(created)
 		items = append(items, t)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, "", fail(ctx, err, "list traces of dataset %s", datasetID)
+	}
+	rows.Close()
+	if err := s.FillDigests(ctx, sqlstore.MissingDigests(items, missing)); err != nil {
+		return nil, "", err
 	}
 	next := ""
 	if more {
@@ -142,8 +157,10 @@ func appendToTrace(ctx context.Context, q sqlstore.Querier, id string, events []
 		return 0, err
 	}
 	count += len(events)
-	_, err = tx.ExecContext(ctx, `UPDATE traces SET content = ?, encoding = ?, event_count = ? WHERE id = ?`, content, enc, count, id)
-	return count, err
+	if _, err = tx.ExecContext(ctx, `UPDATE traces SET content = ?, encoding = ?, event_count = ? WHERE id = ?`, content, enc, count, id); err != nil {
+		return 0, err
+	}
+	return count, sqlstore.AppendedDigest(ctx, q, id, events, spans, content, enc)
 }
 
 // ---- annotations ----

@@ -42,6 +42,7 @@ func Run(t *testing.T, openTB func(tb testing.TB) store.Store) {
 		{"AddTracesErrors", testAddTracesErrors},
 		{"Pagination", testPagination},
 		{"AppendEvents", testAppendEvents},
+		{"Digests", testDigests},
 		{"DeleteTrace", testDeleteTrace},
 		{"Annotations", testAnnotations},
 		{"ReplaceAnnotations", testReplaceAnnotations},

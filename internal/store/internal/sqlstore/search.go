@@ -63,8 +63,7 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	if err != nil {
 		return res, err
 	}
-	pageSQL, countSQL := searchStatements(c, `t.id, t.idx, t.name, t.metadata, t.event_count, t.created_at,
-			(SELECT count(*) FROM annotations a WHERE a.trace_id = t.id)`)
+	pageSQL, countSQL := searchStatements(c, ListCols)
 	// The count runs beside the page, on connections of its own.
 	countCap := opts.CountCap
 	if countCap <= 0 {
@@ -79,7 +78,10 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	})
 	limit := storeutil.Limit(opts.Page.Limit)
 	more := false
+	var lr ListRow
+	var missing []int // rows with no digest stored
 	err = s.Search.ReadIndex(ctx, func(q Querier) error {
+		missing = missing[:0]
 		rows, err := q.Query(ctx, pageSQL, pageArgs(c, datasetID, after, limit+1)...)
 		if err != nil {
 			return err
@@ -91,13 +93,14 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 				break
 			}
 			var t store.SearchHit
-			var meta []byte
 			var created Time
-			if err := rows.Scan(&t.ID, &t.Index, &t.Name, &meta, &t.EventCount, &created, &t.AnnotationCount); err != nil {
+			if err := rows.Scan(lr.Dest(&t.TraceSummary, &created)...); err != nil {
 				return err
 			}
-			if meta != nil {
-				t.Metadata = meta
+			if ok, err := lr.Finish(&t.TraceSummary); err != nil {
+				return err
+			} else if !ok {
+				missing = append(missing, len(res.Traces))
 			}
 			t.CreatedAt = created.T
 			res.Traces = append(res.Traces, t)
@@ -110,6 +113,15 @@ func (s *Store) SearchTraces(ctx context.Context, datasetID string, q *search.Qu
 	}
 	if more {
 		res.Next = storeutil.EncodeCursor(res.Traces[len(res.Traces)-1].Index)
+	}
+	if len(missing) > 0 {
+		ts := make([]*store.TraceSummary, len(missing))
+		for k, i := range missing {
+			ts[k] = &res.Traces[i].TraceSummary
+		}
+		if err := s.FillDigests(ctx, ts); err != nil {
+			return res, err
+		}
 	}
 	// The hits too are read while the count goes on.
 	if words := q.Words(); len(words) > 0 && len(res.Traces) > 0 {
@@ -166,7 +178,8 @@ func (s *Store) searchPlan(ctx context.Context, datasetID, dataset string, q *se
 }
 
 // hits finds the words in the page's traces, read from what is stored:
-// the index keeps which texts a trace holds, not where.
+// the index keeps which texts a trace holds, not where; and the snippet
+// around each trace's first hit.
 func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) error {
 	at := make(map[string]int, len(ts))
 	ids := make([]string, len(ts))
@@ -179,7 +192,15 @@ func (s *Store) hits(ctx context.Context, ts []store.SearchHit, words []string) 
 			bad = cmp.Or(bad, fmt.Errorf("trace %s: %w", id, err))
 			return
 		}
-		ts[at[id]].Hits = search.Hits(search.Index(t).Pieces, words)
+		h := &ts[at[id]]
+		h.Hits = search.Hits(search.Index(t).Pieces, words)
+		// The list shows the first hit in its context: from the trace
+		// read here, so that the list need not fetch it.
+		if len(h.Hits) > 0 {
+			if b, m, a, ok := search.Snippet(t, h.Hits[0], store.SnippetBefore, store.SnippetAfter); ok {
+				h.Snippet = &store.Snippet{Before: b, Match: m, After: a}
+			}
+		}
 	})
 	return cmp.Or(err, bad)
 }

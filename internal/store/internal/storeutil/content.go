@@ -220,6 +220,7 @@ type Row struct {
 	EventCount int
 	Content    []byte
 	Encoding   int
+	Summary    []byte             // the digest, as EncodeDigest stores it
 	Anns       []store.Annotation // with ids and times set
 }
 
@@ -262,6 +263,7 @@ func PrepareTraces(ts []store.NewTrace, now time.Time) ([]Row, error) {
 	}
 	encode := func(i int) {
 		rows[i].Content, rows[i].Encoding = EncodeContent(ts[i].Trace)
+		rows[i].Summary = EncodeDigest(StoredDigestOf(ts[i].Trace))
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(ts)/8)
 	if workers < 2 {
