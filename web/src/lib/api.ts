@@ -229,10 +229,18 @@ export interface BenchmarkResult {
   created_at: string;
 }
 
+/** Snippet is a search hit with the text before and after it. */
+export interface Snippet {
+  before: string;
+  match: string;
+  after: string;
+}
+
 /** SearchPage is a page of a dataset search: matching traces in index
- * order with their hits (addresses with code point ranges). */
+ * order with their hits (addresses with code point ranges) and the text
+ * around the first hit, when it is in a string. */
 export interface SearchPage {
-  traces: (TraceSummary & { hits: string[] })[];
+  traces: (TraceSummary & { hits: string[]; snippet?: Snippet })[];
   next: string;
   total: number;
   total_is_estimate: boolean;

@@ -7,6 +7,7 @@
 // SearchBackend is the seam.
 import { unitsToCp } from './address';
 import { eventTextFields, type HighlightInput } from './highlight';
+import type { Snippet } from './api';
 import type { Trace, TraceSummary } from './types';
 
 export type Filter =
@@ -241,7 +242,7 @@ export interface SearchBackend {
   search(
     datasetId: string,
     q: Query,
-    onMatch: (t: TraceSummary, hits: HighlightInput[]) => void,
+    onMatch: (t: TraceSummary, hits: HighlightInput[], snippet?: Snippet) => void,
     onProgress: (scanned: number, total?: number, estimate?: boolean) => void,
     signal: AbortSignal,
   ): Promise<void>;

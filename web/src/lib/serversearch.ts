@@ -18,6 +18,7 @@ export const serverSearch: SearchBackend = {
         onMatch(
           t,
           t.hits.map((address, k) => ({ id: `search-${t.id}-${k}`, kind: 'search' as const, address, message: 'search hit' })),
+          t.snippet,
         );
       }
       found += page.traces.length;

@@ -12,6 +12,9 @@ export interface Dataset {
   trace_count: number;
 }
 
+/** TraceSummary is a row of a trace list: no trace content. The counts of
+ * annotations and violations (the analyzer's annotations) are counted when
+ * read; the rest is computed by the server when the trace is written. */
 export interface TraceSummary {
   id: string;
   index: number;
@@ -19,6 +22,19 @@ export interface TraceSummary {
   metadata?: Record<string, unknown>;
   event_count: number;
   annotation_count: number;
+  violation_count?: number;
+  tool_call_count?: number;
+  /** The first user message, at most 200 UTF-16 code units. */
+  first_user?: string;
+  input_tokens?: number;
+  output_tokens?: number;
+  total_tokens?: number;
+  /** US dollars, recorded by the source or priced from the server's table
+   * (cost_estimated). */
+  cost?: number;
+  cost_estimated?: boolean;
+  unpriced_spans?: number;
+  duration_ms?: number;
   created_at: string;
 }
 

@@ -14,7 +14,7 @@ import { useDatasetSearch, type Hit } from './hooks/useDatasetSearch';
 import { useFindKey, useKeyboardNav } from './hooks/useKeyboardNav';
 import { useMedia } from './hooks/useMedia';
 import { useAfterPaint, useListPaintMark } from './hooks/usePaintMarks';
-import { snippetOf, useTraceList } from './hooks/useTraceList';
+import { useTraceList } from './hooks/useTraceList';
 import { PolicyPanel } from './PolicyPanel';
 import { VirtualList, type VirtualHandle } from './VirtualList';
 
@@ -43,8 +43,8 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   const { ds, setDs, cols, toggleColumn } = useDataset(props.owner, props.name, { onError: setErr, onMissing: () => setMissing(true), onOpen: (d, first) => traces.seed(d.trace_count, first) });
   // Evaluation status per trace and criterion, polled while a run goes on.
   const evalStatus = useEvalStatus(ds?.id);
-  const { query, results, scan, queryError } = useDatasetSearch(ds, active, backend, setErr);
-  const traces = useTraceList(ds, results, flagged, setErr);
+  const { query, results, scan, queryError, rerun } = useDatasetSearch(ds, active, backend, setErr);
+  const traces = useTraceList(ds, results, flagged, setErr, rerun);
   useFindKey(searchBox);
   useListPaintMark();
   // The side panels (policies, evaluation) render just after the list
@@ -107,11 +107,11 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   const row = (i: number): ComponentChildren => {
     const h = traces.row(i);
     if (!h) return <div class={`trow placeholder ${i === cursor ? 'selected' : ''}`} style={{ gridTemplateColumns: grid }}>…</div>;
+    // Everything a row shows is in its summary (and a search's snippet):
+    // the list fetches no trace.
     const t = h.summary;
-    const d = traces.details(t.id);
-    const hit = h.hits[0];
-    const cached = hit ? traces.cached(t.id) : undefined;
-    const sn = h.snippet ?? (hit && cached ? snippetOf(cached, hit) : undefined);
+    const sn = h.snippet;
+    const viol = t.violation_count ?? 0;
     return (
       <a class={`trow ${i === cursor ? 'selected' : ''}`} aria-current={i === cursor ? 'true' : undefined} href={`/traces/${encodeURIComponent(t.id)}`} data-trace={t.id} style={{ gridTemplateColumns: grid }} onClick={(e) => (e.preventDefault(), open(h))}>
         <span class="num">{t.index}</span>
@@ -128,14 +128,14 @@ export function DatasetPage(props: { owner: string; name: string; search: string
             <span class="snip-after">{oneLine(sn.after)}</span>
           </span>
         ) : (
-          <span class="ell first-user">{d ? d.firstUser : ''}</span>
+          <span class="ell first-user">{t.first_user ?? ''}</span>
         )}
         <span class="num">{t.event_count}</span>
         <span class="num" title="annotations">
           {t.annotation_count || ''}
         </span>
-        <span class={`num ${d?.violations ? 'viol' : ''}`} title="violations">
-          {d?.violations || ''}
+        <span class={`num ${viol ? 'viol' : ''}`} title="violations">
+          {viol || ''}
         </span>
         <EvalStatus status={evalStatus.status?.[t.id]} />
         {sessions && <SessionCell owner={ds.owner} name={ds.name} session={sessionOf(t.metadata)} />}

@@ -1,5 +1,5 @@
-import { useEffect, useMemo, useState } from 'preact/hooks';
-import { ApiError } from '../../lib/api';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { ApiError, type Snippet } from '../../lib/api';
 import type { HighlightInput } from '../../lib/highlight';
 import { isEmpty, parseQuery, type Query, type SearchBackend } from '../../lib/search';
 import type { Dataset, TraceSummary } from '../../lib/types';
@@ -8,7 +8,8 @@ import type { Dataset, TraceSummary } from '../../lib/types';
 export interface Hit {
   summary: TraceSummary;
   hits: HighlightInput[];
-  snippet?: { before: string; match: string; after: string };
+  /** The text around the first hit, from the server's search. */
+  snippet?: Snippet;
 }
 
 /** How far a search has gone. */
@@ -39,6 +40,9 @@ export interface DatasetSearch {
   scan: Scan | null;
   /** Why the server could not read the query: the reader's to fix. */
   queryError: string;
+  /** rerun searches again, keeping the results shown until the new ones
+   * are all in (their rows' counts changed: a policy ran). */
+  rerun: () => void;
 }
 
 /** useDatasetSearch searches the dataset for text through the backend as
@@ -49,8 +53,13 @@ export function useDatasetSearch(ds: Dataset | null, text: string, backend: Sear
   const [scan, setScan] = useState<Scan | null>(null);
   const [queryError, setQueryError] = useState('');
   const query = useMemo(() => parseQuery(text), [text]);
+  const [gen, setGen] = useState(0);
+  // The search last run, to tell a rerun from a new search.
+  const last = useRef<{ ds: Dataset; text: string } | null>(null);
   useEffect(() => {
     if (!ds) return;
+    const again = last.current?.ds === ds && last.current.text === text;
+    last.current = { ds, text };
     const pq = parseQuery(text);
     const u = new URL(location.href);
     if (text) u.searchParams.set('q', text);
@@ -64,22 +73,24 @@ export function useDatasetSearch(ds: Dataset | null, text: string, backend: Sear
     }
     const ac = new AbortController();
     const found: Hit[] = [];
-    setResults([]);
-    setScan({ scanned: 0, done: false });
-    let last = 0;
+    if (!again) {
+      setResults([]);
+      setScan({ scanned: 0, done: false });
+    }
+    let shown = 0;
     const flush = () => setResults(byIndex(found));
     backend
       .search(
         ds.id,
         pq,
-        (t, hits) => {
-          found.push({ summary: t, hits });
-          if (performance.now() - last > 150) {
-            last = performance.now();
+        (t, hits, snippet) => {
+          found.push({ summary: t, hits, snippet });
+          if (!again && performance.now() - shown > 150) {
+            shown = performance.now();
             flush();
           }
         },
-        (n, total, estimate) => setScan({ scanned: n, done: false, total, estimate }),
+        (n, total, estimate) => !again && setScan({ scanned: n, done: false, total, estimate }),
         ac.signal,
       )
       .then(
@@ -99,6 +110,6 @@ export function useDatasetSearch(ds: Dataset | null, text: string, backend: Sear
         },
       );
     return () => ac.abort();
-  }, [ds, text]);
-  return { query, results, scan, queryError };
+  }, [ds, text, gen]);
+  return { query, results, scan, queryError, rerun: () => setGen((g) => g + 1) };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import type { Trace, TraceSummary } from '../../lib/types';
-import { detailsOf, metaKeys, pagesToLoad, snippetOf } from './useTraceList';
+import type { TraceSummary } from '../../lib/types';
+import { metaKeys, pagesToLoad } from './useTraceList';
 
 describe('pagesToLoad', () => {
   const rows = (n: number, have: number[]) => {
@@ -19,37 +19,6 @@ describe('pagesToLoad', () => {
   test('a page partly filled is asked again; the last page is as long as the list', () => {
     expect(pagesToLoad(0, 29, rows(25, [10, 11, 12, 13, 14, 15, 16, 17, 18, 20, 21, 22, 23, 24]), new Set([0]), 10)).toEqual([1]);
     expect(pagesToLoad(20, 29, rows(25, [20, 21, 22, 23, 24]), new Set(), 10)).toEqual([]);
-  });
-});
-
-describe('detailsOf', () => {
-  test('the first user message and the analyzer annotations', () => {
-    const t = {
-      id: 't',
-      events: [
-        { role: 'system', content: 'be nice' },
-        { role: 'user', content: 'x'.repeat(300) },
-        { role: 'user', content: 'second' },
-      ],
-      annotations: [
-        { address: 'messages.1', content: 'v', source: 'analyzer' },
-        { address: 'messages.1', content: 'note', source: 'user' },
-        { address: 'messages.2', content: 'v2', source: 'analyzer' },
-      ],
-    } as unknown as Trace;
-    expect(detailsOf(t)).toEqual({ firstUser: 'x'.repeat(200), violations: 2 });
-    expect(detailsOf({ id: 'u', events: [{ role: 'assistant', content: 'hi' }] } as Trace)).toEqual({ firstUser: '', violations: 0 });
-  });
-});
-
-describe('snippetOf', () => {
-  const t = { id: 't', events: [{ role: 'user', content: 'where is 😀 my bag? ' + 'y'.repeat(100) }] } as Trace;
-  test('the match with up to 40 units before and 60 after', () => {
-    expect(snippetOf(t, { id: 'h', kind: 'search', address: 'messages.0.content:11-17', message: '' })).toEqual({ before: 'where is 😀 ', match: 'my bag', after: '? ' + 'y'.repeat(58) });
-  });
-  test('none without a range or a text there', () => {
-    expect(snippetOf(t, { id: 'h', kind: 'search', address: 'messages.0', message: '' })).toBeUndefined();
-    expect(snippetOf(t, { id: 'h', kind: 'search', address: 'messages.5.content:0-2', message: '' })).toBeUndefined();
   });
 });
 

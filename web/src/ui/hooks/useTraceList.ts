@@ -1,38 +1,10 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, cursorAfter, FIRST_TRACES } from '../../lib/api';
-import { cpToUnits, tryParseAddress } from '../../lib/address';
-import { eventTextFields, type HighlightInput } from '../../lib/highlight';
-import type { Dataset, Trace, TraceSummary } from '../../lib/types';
+import type { Dataset, TraceSummary } from '../../lib/types';
 import type { Hit } from './useDatasetSearch';
 
 /** Rows are fetched in pages of this many traces. */
 export const PAGE = FIRST_TRACES;
-
-/** What a row shows that needs the trace itself. */
-export interface Details {
-  firstUser: string;
-  violations: number;
-}
-
-/** detailsOf is a trace's first user message (200 code units at most) and
- * its number of analyzer violations. */
-export function detailsOf(t: Trace): Details {
-  const u = t.events.find((e) => e.role === 'user');
-  const text = u ? (eventTextFields(u).get('content') ?? '') : '';
-  return { firstUser: text.slice(0, 200), violations: (t.annotations ?? []).filter((a) => a.source === 'analyzer').length };
-}
-
-/** snippetOf is the text around a search hit with a range, for the list's
- * Match column. */
-export function snippetOf(t: Trace, h: HighlightInput): Hit['snippet'] {
-  const a = tryParseAddress(h.address);
-  if (!a || a.sel?.kind !== 'range') return undefined;
-  const text = eventTextFields(t.events[a.event] ?? {}).get(a.path.join('.'));
-  if (text === undefined) return undefined;
-  const s = cpToUnits(text, a.sel.start);
-  const e = cpToUnits(text, a.sel.end);
-  return { before: text.slice(Math.max(0, s - 40), s), match: text.slice(s, e), after: text.slice(e, e + 60) };
-}
 
 /** pagesToLoad are the pages of size `page` that rows first..last fall in,
  * neither being loaded nor fully loaded already. */
@@ -56,35 +28,36 @@ export function metaKeys(count: number, row: (i: number) => Hit | undefined): st
 
 export interface TraceList {
   count: number;
-  /** The row at i, undefined while it is not loaded. */
+  /** The row at i, undefined while it is not loaded. Rows are the list's
+   * summaries (first user message, counts, usage): the list fetches no
+   * trace. */
   row: (i: number) => Hit | undefined;
-  details: (traceId: string) => Details | null | undefined;
-  /** A trace fetched for its details, if it still is in the cache. */
-  cached: (traceId: string) => Trace | undefined;
   /** The metadata keys of the loaded rows (metaKeys). */
   metaKeys: string[];
   /** For the virtual list: rows first..last are in view. */
   onRange: (first: number, last: number) => void;
   /** seed sets the dataset's size and its first page of traces. */
   seed: (total: number, first: { traces: TraceSummary[] } | null) => void;
-  /** refresh fetches the rows in view and their details again (their
-   * annotations and violations changed: a policy ran over the dataset). */
+  /** refresh fetches the summaries of the rows in view again (their
+   * annotations and violations changed: a policy ran over the dataset);
+   * the rows shown stay until the new ones arrive. */
   refresh: () => void;
 }
 
 /** useTraceList is the dataset page's rows: the search results when there
  * are some, else the traces the policy flagged when there are some, else
- * every trace, fetched by page as they scroll into view. The details of
- * the rows in view are fetched a few at a time after scrolling settles. */
-export function useTraceList(ds: Dataset | null, results: Hit[] | null, flagged: string[] | null, onError: (msg: string) => void): TraceList {
+ * every trace, fetched by page as they scroll into view. A search's rows
+ * are refreshed by searching again (onRefreshResults). */
+export function useTraceList(
+  ds: Dataset | null,
+  results: Hit[] | null,
+  flagged: string[] | null,
+  onError: (msg: string) => void,
+  onRefreshResults?: () => void,
+): TraceList {
   const rows = useRef<(TraceSummary | undefined)[]>([]);
   const loading = useRef(new Set<number>());
   const [, bump] = useState(0);
-  const details = useRef(new Map<string, Details | null>());
-  // Details to fetch again (refresh); shown until the new ones arrive.
-  const stale = useRef(new Set<string>());
-  // Snippets of hits come from the traces fetched for their details.
-  const traceCache = useRef(new Map<string, Trace>());
 
   const flaggedSet = useMemo(() => (flagged ? new Set(flagged) : null), [flagged]);
   const shownList: Hit[] | null = useMemo(() => {
@@ -92,6 +65,7 @@ export function useTraceList(ds: Dataset | null, results: Hit[] | null, flagged:
     return null;
   }, [results, flaggedSet]);
   const [flaggedRows, setFlaggedRows] = useState<Hit[]>([]);
+  const [flaggedGen, setFlaggedGen] = useState(0);
   useEffect(() => {
     if (!flagged || results) return;
     // Flagged traces: their summaries from the list.
@@ -106,7 +80,7 @@ export function useTraceList(ds: Dataset | null, results: Hit[] | null, flagged:
       } while (cursor && out.length < want.size);
       setFlaggedRows(out);
     })().catch((e) => onError(e.message));
-  }, [flagged, results]);
+  }, [flagged, results, flaggedGen]);
 
   const row = (i: number): Hit | undefined => {
     if (shownList) return shownList[i];
@@ -117,34 +91,6 @@ export function useTraceList(ds: Dataset | null, results: Hit[] | null, flagged:
   const count = shownList ? shownList.length : flagged ? flaggedRows.length : rows.current.length;
   const keys = useMemo(() => metaKeys(count, row), [count, ds, results, flaggedRows, rows.current[0] !== undefined]);
 
-  const detailTimer = useRef(0);
-  const loadDetails = (first: number, last: number) => {
-    clearTimeout(detailTimer.current);
-    detailTimer.current = window.setTimeout(async () => {
-      const ids: string[] = [];
-      for (let i = first; i <= last; i++) {
-        const t = row(i)?.summary;
-        if (t && (!details.current.has(t.id) || stale.current.has(t.id))) ids.push(t.id);
-      }
-      let k = 0;
-      const worker = async () => {
-        while (k < ids.length) {
-          const id = ids[k++];
-          if (!stale.current.delete(id)) details.current.set(id, null);
-          try {
-            const t = await api.trace(id);
-            traceCache.current.set(id, t);
-            if (traceCache.current.size > 200) traceCache.current.delete(traceCache.current.keys().next().value!);
-            details.current.set(id, detailsOf(t));
-            bump((x) => x + 1);
-          } catch {
-            if (details.current.get(id) === null) details.current.delete(id);
-          }
-        }
-      };
-      await Promise.all([worker(), worker(), worker()]);
-    }, 120);
-  };
   const loadPage = (p: number) => {
     loading.current.add(p);
     // Cursors continue after a trace index; rows are placed by position.
@@ -159,34 +105,33 @@ export function useTraceList(ds: Dataset | null, results: Hit[] | null, flagged:
       },
     );
   };
-  const loadRange = (first: number, last: number) => {
-    if (!ds || results || flagged) return;
-    for (const p of pagesToLoad(first, last, rows.current, loading.current, PAGE)) loadPage(p);
-    loadDetails(first, last);
-  };
   const inView = useRef<[number, number]>([0, 0]);
+  // Pages loaded before a refresh and not since: fetched again in view.
+  const stale = useRef(new Set<number>());
 
   return {
     count,
     row,
-    details: (id) => details.current.get(id),
-    cached: (id) => traceCache.current.get(id),
     metaKeys: keys,
     onRange: (a, b) => {
       inView.current = [a, b];
-      if (results || flagged) loadDetails(a, b);
-      else loadRange(a, b);
+      if (!ds || results || flagged) return;
+      for (const p of pagesToLoad(a, b, rows.current, loading.current, PAGE)) loadPage(p);
+      for (let p = Math.floor(a / PAGE); p <= Math.floor(b / PAGE); p++) if (stale.current.delete(p)) loadPage(p);
     },
     refresh: () => {
+      if (results) return onRefreshResults?.();
+      if (flagged) return setFlaggedGen((g) => g + 1);
+      if (!ds) return;
       const [a, b] = inView.current;
-      for (const id of details.current.keys()) stale.current.add(id);
-      traceCache.current.clear();
-      // The rows shown stay until their new summaries arrive.
-      if (ds && !results && !flagged) for (let p = Math.floor(a / PAGE); p <= Math.floor(b / PAGE); p++) loadPage(p);
-      loadDetails(a, b);
+      // The pages in view now, the others loaded when they come into view
+      // again; their rows stay shown until then.
+      for (const p of loading.current) if (p < Math.floor(a / PAGE) || p > Math.floor(b / PAGE)) stale.current.add(p);
+      for (let p = Math.floor(a / PAGE); p <= Math.floor(b / PAGE); p++) loadPage(p);
     },
     seed: (total, first) => {
       rows.current = new Array(total);
+      stale.current.clear();
       if (first) {
         first.traces.forEach((t, k) => (rows.current[k] = t));
         loading.current.add(0);
