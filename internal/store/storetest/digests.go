@@ -291,13 +291,13 @@ func testDigestAppends(t *testing.T, e *env, alice store.User) {
 }
 
 // MigrateTraceSummary checks that a trace stored before digests were kept
-// (migration 17) gets its digest when first listed, stores it (summaries
+// (migration 18) gets its digest when first listed, stores it (summaries
 // counts the stored digests), and that an append then merges into it. p
 // migrates db as in MigratePolicyMode; now is the SQL of a time.
 func MigrateTraceSummary(t *testing.T, p *goose.Provider, db *sql.DB, now string, open func() (store.Store, func() int)) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := p.UpTo(ctx, 16); err != nil {
+	if _, err := p.UpTo(ctx, 17); err != nil {
 		t.Fatal(err)
 	}
 	const user, dataset, tr, tr2 = "00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002", "00000000-0000-7000-8000-000000000003", "00000000-0000-7000-8000-000000000004"
