@@ -45,7 +45,7 @@ func (l *logLines) count(s string) int {
 
 // TestDatabaseDown: a server over PostgreSQL whose database stops answers
 // every request that needs it 503 with Retry-After (OTLP/HTTP in protobuf
-// and JSON, OTLP/gRPC with UNAVAILABLE, a push, a read), which exporters
+// and JSON, OTLP/gRPC with UNAVAILABLE, a push, a read, readyz), which exporters
 // retry; once the database is back the same requests succeed without a
 // restart of the server, and the background builder of traces from spans,
 // which waited the outage out, builds again.
@@ -105,6 +105,7 @@ func TestDatabaseDown(t *testing.T) {
 		{"push", 200, func() response { return f.doJSON("POST", "/api/v1/push/trace", "alice", pushBody) }},
 		{"dataset", 200, func() response { return f.doJSON("GET", "/api/v1/datasets/"+dataset, "alice", "") }},
 		{"traces", 200, func() response { return f.doJSON("GET", "/api/v1/datasets/"+dataset+"/traces", "alice", "") }},
+		{"readyz", 200, func() response { return f.do("GET", "/readyz", "", nil) }},
 	}
 	for _, rq := range requests {
 		if r := rq.do(); r.status != rq.ok {

@@ -13,6 +13,9 @@
 //	GET    /api/v1/me                                  who the caller is, and whether the server is in local mode
 //	GET    /api/v1/backlog                             work accepted and not finished: traces queued for the search index
 //	                                                   (queued, lag_seconds, catch_up_seconds), traces pending from spans
+//	GET    /healthz                                    {status: "ok"} while the process serves (no authentication)
+//	GET    /readyz                                     {status: "ready"} when the database answers, else 503 with Retry-After
+//	                                                   (no authentication; for load balancers' readiness probes)
 //	POST   /api/v1/keys                                {name?} → a new API key, shown this once
 //	GET    /api/v1/keys                                the caller's keys (last four characters only)
 //	DELETE /api/v1/keys/{id}                           revoke a key

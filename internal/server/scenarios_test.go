@@ -72,6 +72,22 @@ var notApplicable = map[string]map[string]string{
 		kPrivate:  "no dataset is involved",
 		kUnknown:  "no dataset is involved",
 	},
+	"GET /healthz": {
+		kBadJSON:  "reads no body",
+		kTypes:    "takes no parameters",
+		kTooLarge: "reads no body",
+		kNoAuth:   "a probe needs no credentials: anonymous is the success case",
+		kPrivate:  "no dataset is involved",
+		kUnknown:  "no dataset is involved",
+	},
+	"GET /readyz": {
+		kBadJSON:  "reads no body",
+		kTypes:    "takes no parameters",
+		kTooLarge: "reads no body",
+		kNoAuth:   "a probe needs no credentials: anonymous is the success case",
+		kPrivate:  "no dataset is involved",
+		kUnknown:  "no dataset is involved",
+	},
 	"GET /api/v1/backlog": {
 		kTypes:   "takes no parameters",
 		kPrivate: "no dataset is involved: the server's counts only",
@@ -680,6 +696,11 @@ func TestScenarios(t *testing.T) {
 				status: 200, want: []string{`"user":null`, `"local_mode":false`}},
 			{name: "me: with a key", kind: kSuccess, method: "GET", path: "/api/v1/me", user: "bob",
 				status: 200, want: []string{`"name":"bob"`, `"via":"key"`}},
+
+			{name: "healthz", kind: kSuccess, method: "GET", path: "/healthz", user: "",
+				status: 200, want: []string{`^\{"status":"ok"\}`}},
+			{name: "readyz", kind: kSuccess, method: "GET", path: "/readyz", user: "",
+				status: 200, want: []string{`^\{"status":"ready"\}`}},
 
 			// routing
 			{name: "unknown endpoint", method: "GET", path: "/api/v1/nothing", user: "alice",

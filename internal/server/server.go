@@ -134,6 +134,7 @@ type serverStore interface {
 	traceStore
 	uiStore
 	uploadStore
+	pingStore
 }
 
 // New returns a server over cfg.Store.
@@ -213,6 +214,12 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/keys", s.createKey)
 	s.handle("GET /api/v1/keys", s.listKeys)
 	s.handle("DELETE /api/v1/keys/{id}", s.revokeKey)
+
+	// Liveness and readiness, for load balancers (health.go): no
+	// authentication, which would ask the database.
+	s.patterns = append(s.patterns, "GET /healthz", "GET /readyz")
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
 
 	// Invariant-compatible push (push.go).
 	s.handle("POST /api/v1/push/trace", s.push)
@@ -316,6 +323,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if rec.status == 0 {
 				s.writeError(rec, r, fmt.Errorf("panic: %v", v))
 			}
+		}
+		if rec.status == http.StatusOK && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz") {
+			return // a probe every few seconds would drown the log
 		}
 		s.log.InfoContext(r.Context(), "request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
 			slog.Int("status", rec.status), slog.Int64("bytes", rec.bytes), slog.Duration("took", time.Since(start)))

@@ -370,6 +370,9 @@ type Store interface {
 	Search
 	Benchmarks
 	Conversations
+	// Ping fails (ErrUnavailable for a database that cannot be reached)
+	// unless the database answers.
+	Ping(ctx context.Context) error
 	Close() error
 }
 

@@ -109,6 +109,14 @@ func migrate(ctx context.Context, cc *pgx.ConnConfig) error {
 }
 
 // Close closes the pool.
+// Ping asks the server for a round trip on a pooled connection.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fail(ctx, err, "ping")
+	}
+	return nil
+}
+
 func (s *Store) Close() error {
 	if s.ix != nil {
 		s.ix.Stop()

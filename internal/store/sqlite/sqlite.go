@@ -132,6 +132,15 @@ func migrate(ctx context.Context, dsn string) error {
 }
 
 // Close closes the database.
+// Ping reads from the database file (a read connection, as requests do).
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.r.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+		return fail(ctx, err, "ping")
+	}
+	return nil
+}
+
 func (s *Store) Close() error {
 	if s.ix != nil {
 		s.ix.Stop()
