@@ -40,14 +40,23 @@ type child struct {
 
 func startChild(t *testing.T, db string, args ...string) *child {
 	t.Helper()
+	c, err := startChildErr(t, db, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// startChildErr is startChild for any goroutine: it returns its error.
+func startChildErr(t *testing.T, db string, args ...string) (*child, error) {
 	cmd := exec.Command(os.Args[0], append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--quiet"}, args...)...)
 	cmd.Env = append(os.Environ(), "LOOKOUT_TEST_MAIN=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	c := &child{cmd: cmd, logs: &bytes.Buffer{}}
 	t.Cleanup(func() { c.cmd.Process.Kill(); c.cmd.Wait() })
@@ -63,13 +72,13 @@ func startChild(t *testing.T, db string, args ...string) *child {
 	case line := <-first:
 		const prefix = "lookout: serving "
 		if !strings.HasPrefix(line, prefix) {
-			t.Fatalf("serve's first line %q", line)
+			return nil, fmt.Errorf("serve's first line %q", line)
 		}
 		c.url, _, _ = strings.Cut(strings.TrimPrefix(line, prefix), " ")
 	case <-time.After(60 * time.Second):
-		t.Fatal("serve did not start in 60 s")
+		return nil, errors.New("serve did not start in 60 s")
 	}
-	return c
+	return c, nil
 }
 
 type readerFunc func([]byte) (int, error)

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lookout-dev/lookout/client"
+	"github.com/lookout-dev/lookout/internal/store/postgres/pgtest"
+)
+
+// roundRobin is a reverse proxy that sends each request to the next of
+// the replicas, as a load balancer without affinity does.
+func roundRobin(t *testing.T, replicas []*child) *httptest.Server {
+	t.Helper()
+	var proxies []*httputil.ReverseProxy
+	for _, r := range replicas {
+		u, err := url.Parse(r.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxies = append(proxies, httputil.NewSingleHostReverseProxy(u))
+	}
+	var next atomic.Uint64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxies[(next.Add(1)-1)%uint64(len(proxies))].ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// startReplicas starts n `lookout serve` on db at once, so that they
+// migrate its schema together.
+func startReplicas(t *testing.T, db string, n int) []*child {
+	t.Helper()
+	out := make([]*child, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { out[i], errs[i] = startChildErr(t, db) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// otlpSpan is a span of an OTLP/HTTP JSON request.
+type otlpSpan struct {
+	trace, id, parent, name string
+	start                   int64
+	attrs                   map[string]string
+}
+
+func otlpBody(spans ...otlpSpan) []byte {
+	var js []map[string]any
+	for _, s := range spans {
+		var attrs []map[string]any
+		for k, v := range s.attrs {
+			attrs = append(attrs, map[string]any{"key": k, "value": map[string]any{"stringValue": v}})
+		}
+		sp := map[string]any{"traceId": s.trace, "spanId": s.id, "name": s.name, "kind": 1,
+			"startTimeUnixNano": fmt.Sprint(s.start), "endTimeUnixNano": fmt.Sprint(s.start + 1e6), "attributes": attrs}
+		if s.parent != "" {
+			sp["parentSpanId"] = s.parent
+		}
+		js = append(js, sp)
+	}
+	b, _ := json.Marshal(map[string]any{"resourceSpans": []any{map[string]any{
+		"resource":   map[string]any{"attributes": []any{map[string]any{"key": "service.name", "value": map[string]any{"stringValue": "agent"}}}},
+		"scopeSpans": []any{map[string]any{"scope": map[string]any{"name": "test"}, "spans": js}},
+	}}})
+	return b
+}
+
+// TestReplicas runs three `lookout serve` replicas on one PostgreSQL
+// database behind a round-robin proxy (issue 22): started together, they
+// migrate once; concurrent pushes through the proxy are each stored once;
+// an OpenTelemetry trace whose spans reach different replicas is built
+// into one trace holding them all; every replica's searches equal a test
+// of every trace.
+func TestReplicas(t *testing.T) {
+	db := pgtest.URL(t)
+	replicas := startReplicas(t, db, 3)
+	proxy := roundRobin(t, replicas)
+	ctx := context.Background()
+	c, err := client.New(proxy.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateDataset(ctx, "shared", false, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// Pushes from four clients, each request to the next replica.
+	const pushers, batches, perBatch = 4, 6, 20
+	var mu sync.Mutex
+	want := map[string]string{} // trace id → its text
+	var wg sync.WaitGroup
+	for g := range pushers {
+		wg.Go(func() {
+			for b := range batches {
+				var traces []json.RawMessage
+				var texts []string
+				for i := range perBatch {
+					text := fmt.Sprintf("pusher%d batch%d item%d zq%dx%dx%d", g, b, i, g, b, i)
+					texts = append(texts, text)
+					traces = append(traces, json.RawMessage(fmt.Sprintf(`{"events":[{"role":"user","content":%q}]}`, text)))
+				}
+				ids, err := c.PushTraces(ctx, "shared", traces)
+				if err != nil {
+					t.Errorf("push %d/%d: %v", g, b, err)
+					return
+				}
+				mu.Lock()
+				for i, id := range ids {
+					want[id] = texts[i]
+				}
+				mu.Unlock()
+			}
+		})
+	}
+
+	// An OpenTelemetry trace in three requests, each to another replica
+	// (directly, not through the proxy), the root last.
+	const otelTrace = "5b8efff798038103d269b633813fc60c"
+	parts := [][]otlpSpan{
+		{{otelTrace, "a000000000000001", "f000000000000000", "chat gpt-4o", 1_100_000_000, map[string]string{
+			"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+			"gen_ai.input.messages": `[{"role":"user","parts":[{"type":"text","content":"replicated question zqotel"}]}]`}}},
+		{{otelTrace, "a000000000000002", "f000000000000000", "execute_tool lookup", 1_200_000_000, map[string]string{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup", "gen_ai.tool.call.id": "call_1",
+			"gen_ai.tool.call.result": "found it"}}},
+		{{otelTrace, "f000000000000000", "", "invoke_agent replicated", 1_000_000_000, map[string]string{
+			"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "replicated"}}},
+	}
+	for i, p := range parts {
+		req, _ := http.NewRequest("POST", replicas[i].url+"/v1/traces", bytes.NewReader(otlpBody(p...)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Lookout-Dataset", "shared")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("OTLP part %d to replica %d: %d %s", i, i, resp.StatusCode, body)
+		}
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+
+	d, err := c.FindDataset(ctx, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every acknowledged trace once, and one trace built from the spans
+	// (its builder may be any replica, a moment after the answers).
+	var got map[string]int
+	var otel []string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, otel = map[string]int{}, nil
+		for cursor := ""; ; {
+			p, err := c.Traces(ctx, d.ID, cursor, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tr := range p.Traces {
+				got[tr.ID]++
+				if _, pushed := want[tr.ID]; !pushed {
+					otel = append(otel, tr.ID)
+				}
+			}
+			if cursor = p.Next; cursor == "" {
+				break
+			}
+		}
+		if len(otel) == 1 && spansOf(t, proxy.URL, otel[0]) == 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for id := range want {
+		if got[id] != 1 {
+			t.Errorf("pushed trace %s listed %d times", id, got[id])
+		}
+	}
+	if len(got) != len(want)+1 || len(otel) != 1 {
+		t.Fatalf("listed %d traces (%d besides the pushed ones), want %d pushed and one built from spans", len(got), len(otel), len(want))
+	}
+	if n := spansOf(t, proxy.URL, otel[0]); n != 3 {
+		t.Errorf("the trace built from spans sent to three replicas has %d spans, want 3", n)
+	}
+
+	// Each replica's searches find what a test of every trace finds.
+	texts := map[string]string{otel[0]: "replicated question zqotel"}
+	for id, text := range want {
+		texts[id] = text
+	}
+	for _, word := range []string{"zq1x2x3", "batch5", "pusher3 batch0", "item19", "zqotel", "nothing here"} {
+		var brute []string
+		for id, text := range texts {
+			if strings.Contains(text, word) {
+				brute = append(brute, id)
+			}
+		}
+		slices.Sort(brute)
+		for i, r := range replicas {
+			rc, err := client.New(r.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var found []string
+			for cursor := ""; ; {
+				p, err := rc.Search(ctx, d.ID, word, cursor, 500)
+				if err != nil {
+					t.Fatalf("replica %d, search %q: %v", i, word, err)
+				}
+				for _, tr := range p.Traces {
+					found = append(found, tr.ID)
+				}
+				if cursor = p.Next; cursor == "" {
+					break
+				}
+			}
+			slices.Sort(found)
+			if !slices.Equal(found, brute) {
+				t.Errorf("replica %d, search %q: %d traces, want %d", i, word, len(found), len(brute))
+			}
+		}
+	}
+}
+
+// spansOf is how many spans trace id holds, read through base.
+func spansOf(t *testing.T, base, id string) int {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/traces/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tr struct{ Spans []json.RawMessage }
+	if err := json.NewDecoder(resp.Body).Decode(&tr); err != nil {
+		t.Fatalf("trace %s: %v", id, err)
+	}
+	return len(tr.Spans)
+}
