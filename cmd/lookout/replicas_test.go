@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -247,6 +248,74 @@ func TestReplicas(t *testing.T) {
 				t.Errorf("replica %d, search %q: %d traces, want %d", i, word, len(found), len(brute))
 			}
 		}
+	}
+}
+
+// TestReplicasLive: a page following a trace on one replica hears, within
+// a second, of events appended and annotations written through others
+// (issue 22: PostgreSQL's NOTIFY between the servers).
+func TestReplicasLive(t *testing.T) {
+	replicas := startReplicas(t, pgtest.URL(t), 3)
+	ctx := context.Background()
+	c, err := client.New(replicas[1].url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := c.PushTraces(ctx, "live", []json.RawMessage{json.RawMessage(`{"events":[{"role":"user","content":"hello"}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ids[0]
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", replicas[0].url+"/api/v1/traces/"+id+"/live", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if ev, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				events <- ev
+			}
+		}
+		close(events)
+	}()
+	expect := func(what string) {
+		t.Helper()
+		select {
+		case ev, ok := <-events:
+			if !ok || ev != what {
+				t.Fatalf("the live stream on replica 0 gave %q (open %v), want %q", ev, ok, what)
+			}
+		case <-time.After(time.Second):
+			t.Fatalf("the live stream on replica 0 gave no %q within 1 s", what)
+		}
+	}
+	expect("ready")
+	post := func(replica int, path, body string) {
+		t.Helper()
+		resp, err := http.Post(replicas[replica].url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("POST %s to replica %d: %d %s", path, replica, resp.StatusCode, b)
+		}
+	}
+	post(1, "/api/v1/traces/"+id+"/events", `[{"role":"assistant","content":"appended through replica 1"}]`)
+	expect("changed")
+	post(2, "/api/v1/traces/"+id+"/annotations", `{"address":"messages.0.content","content":"noted through replica 2"}`)
+	expect("changed")
+	select {
+	case ev := <-events:
+		t.Errorf("an extra %q event", ev)
+	case <-time.After(300 * time.Millisecond):
 	}
 }
 

@@ -8,8 +8,9 @@ import (
 // The server's background work, started by Start and stopped by Close, in
 // one place: evaluation runs (eval.Runs), the builder of traces received
 // as spans (spans.go), the monitor of the search index's backlog
-// (backlog.go) and the gateway's recorder of calls (gateway.go), which
-// starts on the first recorded call.
+// (backlog.go), the gateway's recorder of calls (gateway.go), which
+// starts on the first recorded call, and the feed of changed traces
+// between servers (live.go).
 
 // Start starts the background work that an earlier server may have left:
 // evaluation runs left running go on, and traces whose spans were
@@ -20,6 +21,13 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.StartSpanBuilder()
 	s.monitor.start()
+	if feed, ok := s.st.(changeFeed); ok {
+		s.live.startFeed(feed, func(ids []string) {
+			for _, id := range ids {
+				s.reads.forget(id)
+			}
+		}, s.log)
+	}
 	return nil
 }
 
@@ -32,4 +40,5 @@ func (s *Server) Close() {
 	s.stopSpanBuilder()
 	s.monitor.close()
 	s.closeGateway()
+	s.live.stopFeed()
 }

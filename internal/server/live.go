@@ -1,8 +1,13 @@
 package server
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -14,14 +19,124 @@ import (
 //	                               spans or annotations change
 //
 // A trace that grows while an agent runs (spans over OTLP, events appended)
-// tells the explorer to fetch it again. Notifications are within this
-// server process: with several servers on one PostgreSQL database, a page
-// hears of the changes made through its own server only.
+// tells the explorer to fetch it again. With several servers on one
+// PostgreSQL database, each tells the others through the store's change
+// feed (NOTIFY): a page following a trace on one server hears of changes
+// written through any of them.
 
-// liveHub fans notifications of changed traces out to their listeners.
+// liveHub fans notifications of changed traces out to their listeners,
+// and to the other servers through feed (nil: one server).
 type liveHub struct {
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
+
+	feed    changeFeed
+	origin  string              // this server, in its notices, which it skips when they come back
+	pending map[string]struct{} // changed, not published yet
+	wake    chan struct{}
+	stop    context.CancelFunc
+	done    sync.WaitGroup
+	forget  func(ids []string) // what else a change from elsewhere invalidates (shared reads)
+}
+
+// changeFeed carries notices of changed traces between the servers of one
+// database (PostgreSQL's LISTEN and NOTIFY).
+type changeFeed interface {
+	// PublishChanged sends a notice to every listener of the database.
+	PublishChanged(ctx context.Context, notice string) error
+	// ListenChanged calls notice with each notice published, until ctx
+	// ends; after a lost connection, once listening again, it calls
+	// missed (notices of the gap are lost).
+	ListenChanged(ctx context.Context, notice func(string), missed func()) error
+}
+
+// maxNotice bounds a notice (PostgreSQL takes 8,000 bytes).
+const maxNotice = 7000
+
+// startFeed publishes this server's changes and hears the others'.
+func (h *liveHub) startFeed(feed changeFeed, forget func(ids []string), log *slog.Logger) {
+	var b [8]byte
+	rand.Read(b[:])
+	h.feed, h.origin, h.forget = feed, hex.EncodeToString(b[:]), forget
+	h.wake = make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stop = cancel
+	h.done.Go(func() { h.publish(ctx, log) })
+	h.done.Go(func() {
+		err := feed.ListenChanged(ctx, h.heard, h.everyone)
+		if err != nil && ctx.Err() == nil {
+			log.Error("live updates from other servers stopped", "err", err)
+		}
+	})
+}
+
+// stopFeed ends the feed's work and waits for it.
+func (h *liveHub) stopFeed() {
+	if h.stop != nil {
+		h.stop()
+		h.done.Wait()
+	}
+}
+
+// publish sends the pending changes in notices of many ids, as they come:
+// a write does not wait for the database's round trip.
+func (h *liveHub) publish(ctx context.Context, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.wake:
+		}
+		h.mu.Lock()
+		ids := h.pending
+		h.pending = nil
+		h.mu.Unlock()
+		notice := h.origin
+		send := func() {
+			if err := h.feed.PublishChanged(ctx, notice); err != nil && ctx.Err() == nil {
+				log.Warn("live updates to other servers: a notice was lost", "err", err)
+			}
+		}
+		for id := range ids {
+			if len(notice)+1+len(id) > maxNotice {
+				send()
+				notice = h.origin
+			}
+			notice += " " + id
+		}
+		if notice != h.origin {
+			send()
+		}
+	}
+}
+
+// heard is a notice from the feed: the traces changed through another
+// server (this server's own notices come back too, and are skipped).
+func (h *liveHub) heard(notice string) {
+	origin, rest, _ := strings.Cut(notice, " ")
+	if origin == h.origin || rest == "" {
+		return
+	}
+	ids := strings.Fields(rest)
+	if h.forget != nil {
+		h.forget(ids)
+	}
+	h.notify(ids)
+}
+
+// everyone tells every listener its trace may have changed: notices were
+// lost while the feed reconnected.
+func (h *liveHub) everyone() {
+	h.mu.Lock()
+	ids := make([]string, 0, len(h.subs))
+	for id := range h.subs {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	if h.forget != nil {
+		h.forget(ids)
+	}
+	h.notify(ids)
 }
 
 // subscribe returns a channel that receives (coalesced) a value each time
@@ -47,8 +162,29 @@ func (h *liveHub) subscribe(id string) (<-chan struct{}, func()) {
 	}
 }
 
-// changed tells the listeners of each trace that it changed.
+// changed tells the listeners of each trace that it changed, here and,
+// through the feed, on the other servers.
 func (h *liveHub) changed(ids ...string) {
+	h.notify(ids)
+	if h.feed == nil {
+		return
+	}
+	h.mu.Lock()
+	if h.pending == nil {
+		h.pending = map[string]struct{}{}
+	}
+	for _, id := range ids {
+		h.pending[id] = struct{}{}
+	}
+	h.mu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default: // a publish is due already
+	}
+}
+
+// notify tells this server's listeners of each trace that it changed.
+func (h *liveHub) notify(ids []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, id := range ids {

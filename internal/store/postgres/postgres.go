@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"runtime"
 	"strings"
@@ -232,4 +233,58 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // read runs fn in a read-only transaction (one snapshot for its statements).
 func (s *Store) read(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, fn)
+}
+
+// changesChannel is the NOTIFY channel of changed traces between the
+// servers of one database.
+const changesChannel = "lookout_traces"
+
+// PublishChanged sends notice to every server listening on the database.
+func (s *Store) PublishChanged(ctx context.Context, notice string) error {
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, changesChannel, notice); err != nil {
+		return fail(ctx, err, "publish changed traces")
+	}
+	return nil
+}
+
+// ListenChanged listens on a connection of its own (not the pool's), and
+// on another after a lost one, calling missed each time it listens again.
+func (s *Store) ListenChanged(ctx context.Context, notice func(string), missed func()) error {
+	first := true
+	for {
+		err := s.listen(ctx, notice, func() {
+			if !first {
+				missed()
+			}
+			first = false
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		slog.Warn("postgres: listening for changed traces; again in a second", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (s *Store) listen(ctx context.Context, notice func(string), listening func()) error {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+changesChannel); err != nil {
+		return err
+	}
+	listening()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		notice(n.Payload)
+	}
 }
