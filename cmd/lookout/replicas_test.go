@@ -319,6 +319,68 @@ func TestReplicasLive(t *testing.T) {
 	}
 }
 
+// TestReplicasKeyRevoked: a key revoked through one replica stops working
+// on the others as soon as they hear of it, not a key cache's second later
+// (issue 22). Each replica has just let the key in, so each keeps it.
+func TestReplicasKeyRevoked(t *testing.T) {
+	db := pgtest.URL(t)
+	if code, out, errOut := runCLI(t, "correct horse battery\n", "user", "create", "--db", db, "ana"); code != 0 {
+		t.Fatalf("user create: %d %s %s", code, out, errOut)
+	}
+	keys := map[string]string{}
+	for _, name := range []string{"admin", "victim"} {
+		code, out, errOut := runCLI(t, "", "key", "create", "--db", db, "--user", "ana", "--name", name)
+		if code != 0 {
+			t.Fatalf("key create: %d %s", code, errOut)
+		}
+		keys[name] = strings.TrimSpace(out)
+	}
+	replicas := startReplicas(t, db, 3)
+	ctx := context.Background()
+	status := func(replica int, key string) int {
+		req, _ := http.NewRequest("GET", replicas[replica].url+"/api/v1/datasets", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	admin, err := client.New(replicas[0].url, client.WithAPIKey(keys["admin"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := admin.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim string
+	for _, k := range list {
+		if k.Name == "victim" {
+			victim = k.ID
+		}
+	}
+	for i := range replicas {
+		if got := status(i, keys["victim"]); got != 200 {
+			t.Fatalf("replica %d with the key: %d", i, got)
+		}
+	}
+	if err := admin.RevokeKey(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	revoked := time.Now()
+	for _, i := range []int{1, 2} {
+		for status(i, keys["victim"]) != 401 {
+			if time.Since(revoked) > 300*time.Millisecond {
+				t.Fatalf("replica %d still lets the revoked key in %v after its revocation", i, time.Since(revoked))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	t.Logf("the other replicas refused the key %v after its revocation", time.Since(revoked))
+}
+
 // spansOf is how many spans trace id holds, read through base.
 func spansOf(t *testing.T, base, id string) int {
 	t.Helper()

@@ -95,8 +95,10 @@ func (s *Server) keyPrincipal(ctx context.Context, key string) (*principal, erro
 // keyCache keeps the owners of the API keys used in the last keyTTL, so
 // that an agent's calls through the gateway (one every few hundred
 // milliseconds) do not each look their key up in the store. Revoking a key
-// through this server empties it; a key revoked elsewhere (another server
-// on the same database, the store directly) stops working within keyTTL.
+// through this server empties it, and, through the change feed (live.go),
+// those of the other servers on the same database, as soon as they hear of
+// it; a key revoked otherwise (the store directly, a lost notice) stops
+// working within keyTTL.
 // Unknown and revoked keys are not kept.
 type keyCache struct {
 	mu sync.Mutex

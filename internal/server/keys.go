@@ -73,6 +73,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p *principal)
 	err := s.st.RevokeAPIKey(r.Context(), p.User.ID, r.PathValue("id"))
 	// Forgotten even on failure: the revocation may have been written.
 	s.keys.clear()
+	s.live.keyRevoked() // and the other servers' caches
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func (s *Server) Start(ctx context.Context) error {
 			for _, id := range ids {
 				s.reads.forget(id)
 			}
-		}, s.log)
+		}, s.keys.clear, s.log)
 	}
 	return nil
 }

@@ -30,14 +30,23 @@ type liveHub struct {
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
 
-	feed    changeFeed
-	origin  string              // this server, in its notices, which it skips when they come back
-	pending map[string]struct{} // changed, not published yet
-	wake    chan struct{}
-	stop    context.CancelFunc
-	done    sync.WaitGroup
-	forget  func(ids []string) // what else a change from elsewhere invalidates (shared reads)
+	feed        changeFeed
+	origin      string              // this server, in its notices, which it skips when they come back
+	pending     map[string]struct{} // changed, not published yet
+	keysRevoked bool                // a key was revoked, not published yet
+	wake        chan struct{}
+	stop        context.CancelFunc
+	done        sync.WaitGroup
+	forget      func(ids []string) // what else a change from elsewhere invalidates (shared reads)
+	revoked     func()             // a key was revoked elsewhere: forget the keys seen
 }
+
+// A notice is "origin kind [ids...]": noticeTraces with the ids of traces
+// that changed, noticeKeys when an API key was revoked.
+const (
+	noticeTraces = "t"
+	noticeKeys   = "k"
+)
 
 // changeFeed carries notices of changed traces between the servers of one
 // database (PostgreSQL's LISTEN and NOTIFY).
@@ -54,10 +63,10 @@ type changeFeed interface {
 const maxNotice = 7000
 
 // startFeed publishes this server's changes and hears the others'.
-func (h *liveHub) startFeed(feed changeFeed, forget func(ids []string), log *slog.Logger) {
+func (h *liveHub) startFeed(feed changeFeed, forget func(ids []string), revoked func(), log *slog.Logger) {
 	var b [8]byte
 	rand.Read(b[:])
-	h.feed, h.origin, h.forget = feed, hex.EncodeToString(b[:]), forget
+	h.feed, h.origin, h.forget, h.revoked = feed, hex.EncodeToString(b[:]), forget, revoked
 	h.wake = make(chan struct{}, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stop = cancel
@@ -88,45 +97,73 @@ func (h *liveHub) publish(ctx context.Context, log *slog.Logger) {
 		case <-h.wake:
 		}
 		h.mu.Lock()
-		ids := h.pending
-		h.pending = nil
+		ids, keys := h.pending, h.keysRevoked
+		h.pending, h.keysRevoked = nil, false
 		h.mu.Unlock()
-		notice := h.origin
-		send := func() {
+		send := func(notice string) {
 			if err := h.feed.PublishChanged(ctx, notice); err != nil && ctx.Err() == nil {
-				log.Warn("live updates to other servers: a notice was lost", "err", err)
+				log.Warn("notices to other servers: one was lost", "err", err)
 			}
 		}
+		if keys {
+			send(h.origin + " " + noticeKeys)
+		}
+		head := h.origin + " " + noticeTraces
+		notice := head
 		for id := range ids {
 			if len(notice)+1+len(id) > maxNotice {
-				send()
-				notice = h.origin
+				send(notice)
+				notice = head
 			}
 			notice += " " + id
 		}
-		if notice != h.origin {
-			send()
+		if notice != head {
+			send(notice)
 		}
 	}
 }
 
-// heard is a notice from the feed: the traces changed through another
-// server (this server's own notices come back too, and are skipped).
+// heard is a notice from the feed, of another server (this server's own
+// notices come back too, and are skipped).
 func (h *liveHub) heard(notice string) {
-	origin, rest, _ := strings.Cut(notice, " ")
-	if origin == h.origin || rest == "" {
+	fields := strings.Fields(notice)
+	if len(fields) < 2 || fields[0] == h.origin {
 		return
 	}
-	ids := strings.Fields(rest)
-	if h.forget != nil {
-		h.forget(ids)
+	switch fields[1] {
+	case noticeKeys:
+		if h.revoked != nil {
+			h.revoked()
+		}
+	case noticeTraces:
+		ids := fields[2:]
+		if h.forget != nil {
+			h.forget(ids)
+		}
+		h.notify(ids)
 	}
-	h.notify(ids)
 }
 
-// everyone tells every listener its trace may have changed: notices were
-// lost while the feed reconnected.
+// keyRevoked tells the other servers to forget the keys they have seen.
+func (h *liveHub) keyRevoked() {
+	if h.feed == nil {
+		return
+	}
+	h.mu.Lock()
+	h.keysRevoked = true
+	h.mu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// everyone tells every listener its trace may have changed, and forgets
+// the keys seen: notices were lost while the feed reconnected.
 func (h *liveHub) everyone() {
+	if h.revoked != nil {
+		h.revoked()
+	}
 	h.mu.Lock()
 	ids := make([]string, 0, len(h.subs))
 	for id := range h.subs {
