@@ -381,6 +381,46 @@ func TestReplicasKeyRevoked(t *testing.T) {
 	t.Logf("the other replicas refused the key %v after its revocation", time.Since(revoked))
 }
 
+// TestReplicasLoginLimit: failed logins are limited across the replicas,
+// not per replica: ten failures from one address, spread over three
+// replicas, make every replica refuse the next attempt (429), where each
+// replica alone would allow ten (issue 22).
+func TestReplicasLoginLimit(t *testing.T) {
+	db := pgtest.URL(t)
+	if code, out, errOut := runCLI(t, "correct horse battery\n", "user", "create", "--db", db, "ana"); code != 0 {
+		t.Fatalf("user create: %d %s %s", code, out, errOut)
+	}
+	replicas := startReplicas(t, db, 3)
+	login := func(replica int, password string) int {
+		resp, err := http.Post(replicas[replica].url+"/api/v1/login", "application/json",
+			strings.NewReader(fmt.Sprintf(`{"name":"ana","password":%q}`, password)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	const perAddress = 10 // the server's burst of failures from one address
+	for i := range perAddress {
+		if got := login(i%3, "wrong"); got != 401 {
+			t.Fatalf("failed login %d on replica %d: %d, want 401", i, i%3, got)
+		}
+	}
+	for r := range replicas {
+		deadline := time.Now().Add(time.Second)
+		for {
+			got := login(r, "correct horse battery")
+			if got == 429 {
+				break
+			}
+			if got != 200 && got != 401 || time.Now().After(deadline) {
+				t.Fatalf("replica %d after %d failures through all replicas: %d, want 429 within a second", r, perAddress, got)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
 // spansOf is how many spans trace id holds, read through base.
 func spansOf(t *testing.T, base, id string) int {
 	t.Helper()

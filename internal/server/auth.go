@@ -300,6 +300,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *principal) err
 	wrong := func() error {
 		s.loginsByAddr.fail(addr)
 		s.loginsByName.fail(name)
+		s.live.loginFailed(addr, name) // the other servers count it too
 		return errorf(http.StatusUnauthorized, codeUnauthorized, "wrong user name or password")
 	}
 	u, err := s.st.UserByName(r.Context(), name)

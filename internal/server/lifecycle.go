@@ -22,11 +22,18 @@ func (s *Server) Start(ctx context.Context) error {
 	s.StartSpanBuilder()
 	s.monitor.start()
 	if feed, ok := s.st.(changeFeed); ok {
-		s.live.startFeed(feed, func(ids []string) {
-			for _, id := range ids {
-				s.reads.forget(id)
-			}
-		}, s.keys.clear, s.log)
+		s.live.startFeed(feed, feedHandlers{
+			forget: func(ids []string) {
+				for _, id := range ids {
+					s.reads.forget(id)
+				}
+			},
+			revoked: s.keys.clear,
+			loginFailed: func(addr, name string) {
+				s.loginsByAddr.fail(addr)
+				s.loginsByName.fail(name)
+			},
+		}, s.log)
 	}
 	return nil
 }

@@ -30,22 +30,31 @@ type liveHub struct {
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
 
-	feed        changeFeed
-	origin      string              // this server, in its notices, which it skips when they come back
-	pending     map[string]struct{} // changed, not published yet
-	keysRevoked bool                // a key was revoked, not published yet
-	wake        chan struct{}
-	stop        context.CancelFunc
-	done        sync.WaitGroup
-	forget      func(ids []string) // what else a change from elsewhere invalidates (shared reads)
-	revoked     func()             // a key was revoked elsewhere: forget the keys seen
+	feed    changeFeed
+	origin  string              // this server, in its notices, which it skips when they come back
+	pending map[string]struct{} // changed, not published yet
+	notices []string            // other notices, not published yet
+	wake    chan struct{}
+	stop    context.CancelFunc
+	done    sync.WaitGroup
+	on      feedHandlers
 }
 
-// A notice is "origin kind [ids...]": noticeTraces with the ids of traces
-// that changed, noticeKeys when an API key was revoked.
+// feedHandlers are what the server does with the other servers' notices.
+type feedHandlers struct {
+	forget      func(ids []string)      // traces changed: what else it invalidates (shared reads)
+	revoked     func()                  // a key was revoked: forget the keys seen
+	loginFailed func(addr, name string) // a login failed: count it
+}
+
+// A notice is "origin kind [fields...]": noticeTraces with the ids of
+// traces that changed, noticeKeys when an API key was revoked,
+// noticeLogin with the client address and the account name (hex) of a
+// failed login.
 const (
 	noticeTraces = "t"
 	noticeKeys   = "k"
+	noticeLogin  = "l"
 )
 
 // changeFeed carries notices of changed traces between the servers of one
@@ -63,10 +72,10 @@ type changeFeed interface {
 const maxNotice = 7000
 
 // startFeed publishes this server's changes and hears the others'.
-func (h *liveHub) startFeed(feed changeFeed, forget func(ids []string), revoked func(), log *slog.Logger) {
+func (h *liveHub) startFeed(feed changeFeed, on feedHandlers, log *slog.Logger) {
 	var b [8]byte
 	rand.Read(b[:])
-	h.feed, h.origin, h.forget, h.revoked = feed, hex.EncodeToString(b[:]), forget, revoked
+	h.feed, h.origin, h.on = feed, hex.EncodeToString(b[:]), on
 	h.wake = make(chan struct{}, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stop = cancel
@@ -97,16 +106,16 @@ func (h *liveHub) publish(ctx context.Context, log *slog.Logger) {
 		case <-h.wake:
 		}
 		h.mu.Lock()
-		ids, keys := h.pending, h.keysRevoked
-		h.pending, h.keysRevoked = nil, false
+		ids, notices := h.pending, h.notices
+		h.pending, h.notices = nil, nil
 		h.mu.Unlock()
 		send := func(notice string) {
 			if err := h.feed.PublishChanged(ctx, notice); err != nil && ctx.Err() == nil {
 				log.Warn("notices to other servers: one was lost", "err", err)
 			}
 		}
-		if keys {
-			send(h.origin + " " + noticeKeys)
+		for _, n := range notices {
+			send(n)
 		}
 		head := h.origin + " " + noticeTraces
 		notice := head
@@ -132,25 +141,47 @@ func (h *liveHub) heard(notice string) {
 	}
 	switch fields[1] {
 	case noticeKeys:
-		if h.revoked != nil {
-			h.revoked()
+		if h.on.revoked != nil {
+			h.on.revoked()
+		}
+	case noticeLogin:
+		if len(fields) != 4 || h.on.loginFailed == nil {
+			return
+		}
+		addr, err1 := hex.DecodeString(fields[2])
+		name, err2 := hex.DecodeString(fields[3])
+		if err1 == nil && err2 == nil {
+			h.on.loginFailed(string(addr), string(name))
 		}
 	case noticeTraces:
 		ids := fields[2:]
-		if h.forget != nil {
-			h.forget(ids)
+		if h.on.forget != nil {
+			h.on.forget(ids)
 		}
 		h.notify(ids)
 	}
 }
 
 // keyRevoked tells the other servers to forget the keys they have seen.
-func (h *liveHub) keyRevoked() {
+func (h *liveHub) keyRevoked() { h.send(noticeKeys) }
+
+// loginFailed tells the other servers of a failed login, which their
+// limits count as their own.
+func (h *liveHub) loginFailed(addr, name string) {
+	if len(addr)+len(name) < maxNotice/2-64 {
+		h.send(noticeLogin + " " + hex.EncodeToString([]byte(addr)) + " " + hex.EncodeToString([]byte(name)))
+	}
+}
+
+// send queues a notice of kind and fields for the other servers.
+func (h *liveHub) send(kindFields string) {
 	if h.feed == nil {
 		return
 	}
 	h.mu.Lock()
-	h.keysRevoked = true
+	if len(h.notices) < maxQueuedNotices {
+		h.notices = append(h.notices, h.origin+" "+kindFields)
+	}
 	h.mu.Unlock()
 	select {
 	case h.wake <- struct{}{}:
@@ -158,11 +189,15 @@ func (h *liveHub) keyRevoked() {
 	}
 }
 
+// maxQueuedNotices bounds the notices waiting to be published (a flood of
+// failed logins, the database slow): past it, new ones are dropped.
+const maxQueuedNotices = 10_000
+
 // everyone tells every listener its trace may have changed, and forgets
 // the keys seen: notices were lost while the feed reconnected.
 func (h *liveHub) everyone() {
-	if h.revoked != nil {
-		h.revoked()
+	if h.on.revoked != nil {
+		h.on.revoked()
 	}
 	h.mu.Lock()
 	ids := make([]string, 0, len(h.subs))
@@ -170,8 +205,8 @@ func (h *liveHub) everyone() {
 		ids = append(ids, id)
 	}
 	h.mu.Unlock()
-	if h.forget != nil {
-		h.forget(ids)
+	if h.on.forget != nil {
+		h.on.forget(ids)
 	}
 	h.notify(ids)
 }
