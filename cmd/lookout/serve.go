@@ -25,9 +25,10 @@ func newServeCmd() *cobra.Command {
 	var addr, db, maxBody, llmURL, llmModel, otlpGRPC, pricesFile string
 	var trustedProxies []string
 	var gw server.GatewayConfig
-	var quiet bool
+	var quiet, noBackground bool
 	var evalConc int
 	var cpuProfile string
+	var keyCacheTTL time.Duration
 	var df detectorFlags
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:8000] [--db PATH|postgres://...] [--max-body 64MiB]",
@@ -46,7 +47,10 @@ gracefully. The first line on standard error names the address served.
 --detector-endpoint and --detector-model give the model-backed detectors
 (prompt_injection, moderated, pii's named entities, llm, llm_confirm) an
 OpenAI-compatible endpoint (key in $LOOKOUT_DETECTOR_API_KEY) for every
-policy the server checks; --llm-url is the judge of llm criteria.`,
+policy the server checks; --llm-url is the judge of llm criteria.
+
+Several servers may share one PostgreSQL database (README, "Run several
+replicas"); --no-background makes one that only answers requests.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			limit, err := server.ParseSize(maxBody)
@@ -77,6 +81,12 @@ policy the server checks; --llm-url is the judge of llm criteria.`,
 				}
 				defer stopProfile()
 			}
+			if noBackground {
+				// The store's indexer loop stays off, the other servers
+				// run it (its searches still index their own dataset
+				// first): the switch the store reads.
+				os.Setenv("LOOKOUT_INDEXER", "elsewhere")
+			}
 			st, err := openStore(ctx, db)
 			if err != nil {
 				return fmt.Errorf("opening database %s: %w", redactDB(db), err)
@@ -90,7 +100,8 @@ policy the server checks; --llm-url is the judge of llm criteria.`,
 			if gc := gctune.Apply(); gc != (gctune.Settings{}) {
 				logger.Debug("garbage collector set", "gogc", gc.Percent, "memory_limit_bytes", gc.Limit)
 			}
-			cfg := server.Config{Store: st, Logger: logger, MaxBody: limit, EvalConcurrency: evalConc, Gateway: gw, DetectorModel: model, TrustedProxies: proxies, Prices: prices}
+			cfg := server.Config{Store: st, Logger: logger, MaxBody: limit, EvalConcurrency: evalConc, Gateway: gw, DetectorModel: model, TrustedProxies: proxies, Prices: prices,
+				NoBackground: noBackground, KeyCacheTTL: keyCacheTTL}
 			if llmURL != "" {
 				cfg.LLM = &eval.LLM{URL: llmURL, Model: llmModel, APIKey: os.Getenv("LOOKOUT_LLM_API_KEY")}
 			}
@@ -171,10 +182,14 @@ policy the server checks; --llm-url is the judge of llm criteria.`,
 	cmd.Flags().StringVar(&llmModel, "llm-model", "gpt-4o-mini", "model of the llm judge")
 	cmd.Flags().IntVar(&evalConc, "eval-concurrency", 4, "traces an evaluation run grades at once")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "log warnings and errors only, not every request")
+	cmd.Flags().BoolVar(&noBackground, "no-background", false, "answer requests only: leave building traces from spans, the search index's loop and evaluation runs an earlier server left to the other servers on the same PostgreSQL database")
 	df.add(cmd)
 	// For benchmarks (bench/peers -cpuprofile): the profile is written when the server stops.
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server's run to this file")
 	cmd.Flags().MarkHidden("cpuprofile")
+	// For tests of revocation across servers: a cache that would outlast them.
+	cmd.Flags().DurationVar(&keyCacheTTL, "key-cache-ttl", 0, "how long an API key seen is trusted without a look in the database (0: a second)")
+	cmd.Flags().MarkHidden("key-cache-ttl")
 	cmd.Flags().StringVar(&pricesFile, "prices", "", "a model price file (JSON, the shape of internal/usage/prices.json) whose models replace or add to the built-in table that estimates costs the sources did not record")
 	cmd.Flags().StringVar(&otlpGRPC, "otlp-grpc", "", "also receive OpenTelemetry traces over OTLP/gRPC on this address (such as 127.0.0.1:4317; off by default)")
 	return cmd

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -101,8 +102,9 @@ func (s *Server) keyPrincipal(ctx context.Context, key string) (*principal, erro
 // working within keyTTL.
 // Unknown and revoked keys are not kept.
 type keyCache struct {
-	mu sync.Mutex
-	m  map[string]keyEntry // by key hash
+	mu  sync.Mutex
+	m   map[string]keyEntry // by key hash
+	ttl time.Duration       // 0: keyTTL
 }
 
 type keyEntry struct {
@@ -119,7 +121,7 @@ func (c *keyCache) get(hash string) (store.User, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[hash]
-	if !ok || time.Since(e.at) >= keyTTL {
+	if !ok || time.Since(e.at) >= cmp.Or(c.ttl, keyTTL) {
 		return store.User{}, false
 	}
 	return e.u, true

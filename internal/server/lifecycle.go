@@ -14,12 +14,15 @@ import (
 
 // Start starts the background work that an earlier server may have left:
 // evaluation runs left running go on, and traces whose spans were
-// accepted get built. Call Close when done, whether Start failed or not.
+// accepted get built (not with Config.NoBackground: other servers on the
+// database do). Call Close when done, whether Start failed or not.
 func (s *Server) Start(ctx context.Context) error {
-	if err := s.ResumeRuns(ctx); err != nil {
-		return fmt.Errorf("resuming evaluation runs: %w", err)
+	if !s.noBackground {
+		if err := s.ResumeRuns(ctx); err != nil {
+			return fmt.Errorf("resuming evaluation runs: %w", err)
+		}
+		s.StartSpanBuilder()
 	}
-	s.StartSpanBuilder()
 	s.monitor.start()
 	if feed, ok := s.st.(changeFeed); ok {
 		s.live.startFeed(feed, feedHandlers{

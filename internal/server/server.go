@@ -73,6 +73,13 @@ type Config struct {
 	// Prices estimate the cost of model calls whose source recorded none
 	// (usage.Default() when nil).
 	Prices *usage.Prices
+	// KeyCacheTTL is how long a key seen stays trusted without a look in
+	// the store (0: a second); revocations through any server end it.
+	KeyCacheTTL time.Duration
+	// NoBackground: Start resumes no evaluation run and builds no trace
+	// from spans; other servers on the database do (a replica that only
+	// answers requests).
+	NoBackground bool
 }
 
 // Server serves the API. It is an http.Handler.
@@ -95,6 +102,8 @@ type Server struct {
 	builder     *spanBuilder // builds traces whose spans were accepted (spans.go)
 	monitor     *monitor     // the search index's backlog (backlog.go)
 	spanBacklog int64
+	// noBackground: Start leaves runs and span builds to other servers
+	noBackground bool
 
 	runs          *eval.Runs       // evaluation runs in the background (eval.go)
 	benchmarks    *eval.Benchmarks // making and scoring benchmarks (benchmarks.go)
@@ -140,10 +149,11 @@ type serverStore interface {
 // New returns a server over cfg.Store.
 func New(cfg Config) *Server {
 	s := &Server{st: cfg.Store, log: cfg.Logger, maxBody: cfg.MaxBody, sessionTTL: cfg.SessionTTL,
-		checks: cfg.Checks, detectorModel: cfg.DetectorModel, prices: cfg.Prices}
+		checks: cfg.Checks, detectorModel: cfg.DetectorModel, prices: cfg.Prices, noBackground: cfg.NoBackground}
 	if s.prices == nil {
 		s.prices = usage.Default()
 	}
+	s.keys.ttl = cfg.KeyCacheTTL
 	if s.checks == nil {
 		n := runtime.GOMAXPROCS(0)
 		s.checks = policy.NewLimiter(n, 4*n, 2*time.Second)

@@ -82,7 +82,11 @@ func newSpanBuilder(st pendingSpans, quiet, maxDelay time.Duration, log *slog.Lo
 // StartSpanBuilder starts building pending traces in the background,
 // those an earlier server left included; a request of spans starts it too.
 // Once only.
-func (s *Server) StartSpanBuilder() { s.builder.start() }
+func (s *Server) StartSpanBuilder() {
+	if !s.noBackground { // other servers on the database build
+		s.builder.start()
+	}
+}
 
 // stopSpanBuilder stops building pending traces; those left stay marked
 // in the store for the next server. No loop starts after it.

@@ -183,7 +183,9 @@ func (d *doneRows) add(entries []Entry, done bool) {
 // process's background indexer from running: what it writes stays queued
 // for another process or a later start (a bulk load indexed afterwards,
 // the bench's baseline without an index). Its searches still index their
-// own dataset's queued traces first.
+// own dataset's queued traces first. "elsewhere" does the same without a
+// warning: another server on the database runs the loop (lookout serve
+// --no-background).
 const OffEnv = "LOOKOUT_INDEXER"
 
 // Start starts the indexer's loop; Stop ends it.
@@ -191,8 +193,10 @@ func Start(b Backend, name string) *Indexer {
 	ctx, cancel := context.WithCancel(context.Background())
 	ix := &Indexer{b: b, name: name, kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
 		doneRows: &doneRows{seqs: map[int64]struct{}{}}, held: &recentTraces{at: map[string]time.Time{}}}
-	if os.Getenv(OffEnv) == "off" {
-		slog.Warn(name + ": the search indexer is off (" + OffEnv + "=off): traces stay queued, and searches index their own dataset first")
+	if v := os.Getenv(OffEnv); v == "off" || v == "elsewhere" {
+		if v == "off" {
+			slog.Warn(name + ": the search indexer is off (" + OffEnv + "=off): traces stay queued, and searches index their own dataset first")
+		}
 		close(ix.done)
 		return ix
 	}
