@@ -49,6 +49,16 @@ const (
 
 var kinds = []string{kSuccess, kBadJSON, kTypes, kNoAuth, kPrivate, kTooLarge, kUnknown}
 
+// probeNotApplicable are the cases a health probe does not have.
+var probeNotApplicable = map[string]string{
+	kBadJSON:  "reads no body",
+	kTypes:    "takes no parameters",
+	kTooLarge: "reads no body",
+	kNoAuth:   "a probe needs no credentials: anonymous is the success case",
+	kPrivate:  "no dataset is involved",
+	kUnknown:  "no dataset is involved",
+}
+
 // notApplicable lists, per route, the cases that do not apply and why.
 var notApplicable = map[string]map[string]string{
 	"POST /api/v1/login": {
@@ -72,22 +82,8 @@ var notApplicable = map[string]map[string]string{
 		kPrivate:  "no dataset is involved",
 		kUnknown:  "no dataset is involved",
 	},
-	"GET /healthz": {
-		kBadJSON:  "reads no body",
-		kTypes:    "takes no parameters",
-		kTooLarge: "reads no body",
-		kNoAuth:   "a probe needs no credentials: anonymous is the success case",
-		kPrivate:  "no dataset is involved",
-		kUnknown:  "no dataset is involved",
-	},
-	"GET /readyz": {
-		kBadJSON:  "reads no body",
-		kTypes:    "takes no parameters",
-		kTooLarge: "reads no body",
-		kNoAuth:   "a probe needs no credentials: anonymous is the success case",
-		kPrivate:  "no dataset is involved",
-		kUnknown:  "no dataset is involved",
-	},
+	"GET /healthz": probeNotApplicable,
+	"GET /readyz":  probeNotApplicable,
 	"GET /api/v1/backlog": {
 		kTypes:   "takes no parameters",
 		kPrivate: "no dataset is involved: the server's counts only",
