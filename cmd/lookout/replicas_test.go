@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/lookout-dev/lookout/client"
+	"github.com/lookout-dev/lookout/internal/chat/chattest"
 	"github.com/lookout-dev/lookout/internal/store/postgres/pgtest"
 )
 
@@ -496,6 +497,122 @@ func TestReplicasNoBackground(t *testing.T) {
 	}
 	if len(p.Traces) != 1 {
 		t.Errorf("the --no-background server's search found %d traces, want 1", len(p.Traces))
+	}
+}
+
+// TestReplicasEvalRun: an evaluation run started through one replica is
+// followed to its end from another (its progress read from the store), and
+// one cancelled through a third stops on the replica that works on it,
+// which records it cancelled, not done (issue 22).
+func TestReplicasEvalRun(t *testing.T) {
+	judge := chattest.New(t, func(*chattest.Request) chattest.Reply {
+		time.Sleep(100 * time.Millisecond) // a judge that takes its time
+		return chattest.Reply{Content: "PASS\nfine"}
+	})
+	replicas := startReplicas(t, pgtest.URL(t), 3, "--llm-url", judge.URL)
+	ctx := context.Background()
+	clients := make([]*client.Client, len(replicas))
+	for i, r := range replicas {
+		var err error
+		if clients[i], err = client.New(r.url); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var traces []json.RawMessage
+	for i := range 60 {
+		traces = append(traces, json.RawMessage(fmt.Sprintf(`{"events":[{"role":"user","content":"question %d"},{"role":"assistant","content":"answer %d"}]}`, i, i)))
+	}
+	if _, err := clients[0].PushTraces(ctx, "graded", traces); err != nil {
+		t.Fatal(err)
+	}
+	d, err := clients[0].FindDataset(ctx, "graded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	criteria := json.RawMessage(`[{"name": "fine", "evaluator": "llm", "prompt": "Is the answer fine?"}]`)
+
+	// Followed through replica 1 to its end.
+	run, err := clients[0].StartEvalRun(ctx, d.ID, "first", criteria)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(replicas[1].url + "/api/v1/eval/runs/" + run.ID + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress, last := 0, ""
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		if ev, ok := strings.CutPrefix(line, "event: "); ok {
+			event = ev
+		} else if data, ok := strings.CutPrefix(line, "data: "); ok {
+			if event == "" {
+				progress++
+			} else if event == "done" {
+				last = data
+				break
+			}
+			event = ""
+		}
+	}
+	resp.Body.Close()
+	var done struct {
+		State    string
+		Progress client.EvalProgress
+	}
+	if err := json.Unmarshal([]byte(last), &done); err != nil {
+		t.Fatalf("the done event %q: %v", last, err)
+	}
+	if done.State != "done" || done.Progress.Done != 60 || progress == 0 {
+		t.Fatalf("followed through replica 1: %d progress events, then done with state %q and %d of 60 traces; want progress, then done with 60",
+			progress, done.State, done.Progress.Done)
+	}
+
+	// Cancelled through replica 2 while replica 0 works on it.
+	run, err = clients[0].StartEvalRun(ctx, d.ID, "second", criteria)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := clients[2].EvalRun(ctx, run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Progress.Done > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second run made no progress in 20 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r, err := clients[2].CancelEvalRun(ctx, run.ID); err != nil || r.State != "cancelled" {
+		t.Fatalf("cancel through replica 2: %+v, %v", r, err)
+	}
+	// The worker stops within a check and a batch: the judge hears no
+	// more, and the run stays cancelled.
+	var calls int
+	for stable := 0; stable < 10; {
+		time.Sleep(200 * time.Millisecond)
+		if n := judge.Count(); n == calls {
+			stable++
+		} else {
+			calls, stable = n, 0
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the judge was still asked 20 s after the second run's start")
+		}
+	}
+	r, err := clients[1].EvalRun(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != "cancelled" || r.Progress.Done >= 60 {
+		t.Errorf("the cancelled run: state %q, %d of 60 traces graded; want cancelled, part of them", r.State, r.Progress.Done)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/lookout-dev/lookout/internal/store"
 )
@@ -92,6 +94,10 @@ func (m *Runs) Create(ctx context.Context, d store.Dataset, name string, criteri
 	return run, nil
 }
 
+// cancelCheck is how often a run's worker looks whether another server
+// cancelled it.
+const cancelCheck = 500 * time.Millisecond
+
 // start works on run in the background until it is done, cancelled, or
 // the manager stops (then it stays "running" and Resume picks it up).
 func (m *Runs) start(run store.EvalRun) {
@@ -103,8 +109,22 @@ func (m *Runs) start(run store.EvalRun) {
 	ctx, cancel := context.WithCancelCause(m.base)
 	ar := &activeRun{cancel: cancel, subs: map[chan Progress]struct{}{}, done: make(chan struct{}), prog: Progress{Total: run.Total}}
 	m.active[run.ID] = ar
+	// A run cancelled through another server on the database is marked so
+	// in the store: the worker looks at most every cancelCheck, after a
+	// stored batch, and stops.
+	var checked atomic.Int64
+	report := func(p Progress) {
+		ar.report(p)
+		now := time.Now().UnixNano()
+		if last := checked.Load(); now-last < int64(cancelCheck) || !checked.CompareAndSwap(last, now) {
+			return
+		}
+		if r, err := m.store.Run(ctx, run.ID); err == nil && r.State == store.RunCancelled {
+			cancel(ErrCancelled)
+		}
+	}
 	m.wg.Go(func() {
-		err := m.runner.Run(ctx, run, ar.report)
+		err := m.runner.Run(ctx, run, report)
 		m.finish(ctx, run, err)
 		m.mu.Lock()
 		delete(m.active, run.ID)

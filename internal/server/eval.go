@@ -417,9 +417,13 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p *principal)
 	return nil
 }
 
+// runPoll is how often the progress of a run another server works on is
+// read from the store.
+const runPoll = 500 * time.Millisecond
+
 // runEvents streams a run's progress as server-sent events: {"progress"}
-// after each stored batch, then an event named "done" with the run and its
-// summary.
+// after each stored batch (of a run another server works on: as read every
+// runPoll), then an event named "done" with the run and its summary.
 func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, p *principal) error {
 	run, err := s.readableRun(r, p, false, "rid")
 	if err != nil {
@@ -439,6 +443,24 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, p *principal)
 				break loop
 			case <-ctx.Done():
 				return nil
+			}
+		}
+	} else {
+		// Another server on the database works on it: its progress is
+		// read from the store until it ends.
+		var last eval.Progress
+		for first := true; run.State == store.RunRunning; first = false {
+			if rep, err := s.runs.Report(ctx, run); err == nil && (first || rep.Progress != last) {
+				last = rep.Progress
+				send("", map[string]any{"progress": last})
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(runPoll):
+			}
+			if run, err = s.st.Run(ctx, run.ID); err != nil {
+				break
 			}
 		}
 	}
