@@ -81,6 +81,13 @@ func (s *Server) searchDataset(w http.ResponseWriter, r *http.Request, p *princi
 			out[i].Snippet = &snippetJSON{sn.Before, sn.Match, sn.After}
 		}
 	}
+	ptrs := make([]*traceSummaryJSON, len(out))
+	for i := range out {
+		ptrs[i] = &out[i].traceSummaryJSON
+	}
+	if err := s.addVerdicts(r.Context(), ptrs); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, struct {
 		Traces   []searchHitJSON `json:"traces"`
 		Next     string          `json:"next"`

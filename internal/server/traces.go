@@ -277,7 +277,83 @@ type traceSummaryJSON struct {
 	CostEstimated   bool            `json:"cost_estimated,omitempty"`
 	UnpricedSpans   int             `json:"unpriced_spans,omitempty"`
 	DurationMs      *float64        `json:"duration_ms,omitempty"`
-	CreatedAt       time.Time       `json:"created_at"`
+	// Verdicts are "pass" or "fail" by criterion, as the query language's
+	// verdict: reads the current scores (fail when one is false, pass
+	// when one is true and none false); Scores the mean of the current
+	// scores that are numbers or booleans (true 1, false 0), by
+	// criterion: what sort=score:<criterion> sorts by.
+	Verdicts  map[string]string  `json:"verdicts,omitempty"`
+	Scores    map[string]float64 `json:"scores,omitempty"`
+	CreatedAt time.Time          `json:"created_at"`
+}
+
+// addVerdicts sets the verdicts and scores of list rows from their
+// traces' current scores (one query for the page).
+func (s *Server) addVerdicts(ctx context.Context, rows []*traceSummaryJSON) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	ids := make([]string, len(rows))
+	at := make(map[string]*traceSummaryJSON, len(rows))
+	for i, r := range rows {
+		ids[i], at[r.ID] = r.ID, r
+	}
+	scores, err := s.st.CurrentScores(ctx, ids)
+	if err != nil {
+		return err
+	}
+	type sum struct {
+		n, total     float64
+		pass, failed bool
+	}
+	sums := map[string]map[string]*sum{}
+	for _, sc := range scores {
+		m := sums[sc.TraceID]
+		if m == nil {
+			m = map[string]*sum{}
+			sums[sc.TraceID] = m
+		}
+		x := m[sc.Criterion]
+		if x == nil {
+			x = &sum{}
+			m[sc.Criterion] = x
+		}
+		switch v := string(sc.Value); v {
+		case "true":
+			x.pass, x.n, x.total = true, x.n+1, x.total+1
+		case "false":
+			x.failed, x.n = true, x.n+1
+		default:
+			var f float64
+			if json.Unmarshal(sc.Value, &f) == nil {
+				x.n, x.total = x.n+1, x.total+f
+			}
+		}
+	}
+	for id, m := range sums {
+		r := at[id]
+		for c, x := range m {
+			switch {
+			case x.failed:
+				r.Verdicts = setKey(r.Verdicts, c, "fail")
+			case x.pass:
+				r.Verdicts = setKey(r.Verdicts, c, "pass")
+			}
+			if x.n > 0 {
+				r.Scores = setKey(r.Scores, c, x.total/x.n)
+			}
+		}
+	}
+	return nil
+}
+
+// setKey sets m[k] = v, making m when nil.
+func setKey[V any](m map[string]V, k string, v V) map[string]V {
+	if m == nil {
+		m = map[string]V{}
+	}
+	m[k] = v
+	return m
 }
 
 // summaryJSON is t as a list row, its cost priced with prices.
@@ -323,7 +399,10 @@ const maxPage = 1000
 
 // listTraces lists a dataset's traces by index, a page at a time:
 // ?limit=N (default 100, at most 1000) and ?cursor= from the previous
-// page's "next" ("" when there are no more).
+// page's "next" ("" when there are no more); ?sort= time (the default),
+// duration, tokens, cost, violations or score:<criterion>, and ?order=
+// asc (the default) or desc (store.Page.Sort says how ties and missing
+// values sort). A cursor continues the sort and order it came from.
 func (s *Server) listTraces(w http.ResponseWriter, r *http.Request, p *principal) error {
 	d, err := s.readableDataset(r, p, r.PathValue("id"))
 	if err != nil {
@@ -341,16 +420,32 @@ func (s *Server) listTraces(w http.ResponseWriter, r *http.Request, p *principal
 		}
 		page.Limit = n
 	}
+	page.Sort = q.Get("sort")
+	if _, _, err := store.ParseSort(page.Sort); err != nil {
+		return errorf(http.StatusBadRequest, codeBadRequest, "sort must be time, duration, tokens, cost, violations or score:<criterion>, not %q", page.Sort)
+	}
+	switch o := q.Get("order"); o {
+	case "", "asc":
+	case "desc":
+		page.Desc = true
+	default:
+		return errorf(http.StatusBadRequest, codeBadRequest, "order must be asc or desc, not %q", o)
+	}
 	items, next, err := s.st.ListTraces(r.Context(), d.ID, page)
 	if errors.Is(err, store.ErrInvalid) {
-		return errorf(http.StatusBadRequest, codeBadRequest, "invalid cursor %q", page.Cursor)
+		return errorf(http.StatusBadRequest, codeBadRequest, "invalid cursor %q (a cursor continues the sort and order it came from)", page.Cursor)
 	}
 	if err != nil {
 		return err
 	}
 	out := make([]traceSummaryJSON, len(items))
+	ptrs := make([]*traceSummaryJSON, len(items))
 	for i := range items {
 		out[i] = summaryJSON(&items[i], s.prices)
+		ptrs[i] = &out[i]
+	}
+	if err := s.addVerdicts(r.Context(), ptrs); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Traces []traceSummaryJSON `json:"traces"`

@@ -167,6 +167,14 @@ const (
 type Page struct {
 	Cursor string
 	Limit  int
+	// Sort orders a trace list (ListTraces): "" or "time" by index,
+	// "duration", "tokens", "cost", "violations", or "score:<criterion>";
+	// Desc reverses it. Ties go by index, in the same direction. A trace
+	// without the value (no timestamps, no tokens, no cost) sorts below
+	// every value; one with no score on the criterion comes after those
+	// with one, by index, in either direction. Other lists ignore both.
+	Sort string
+	Desc bool
 }
 
 // Users keeps accounts and API keys.
@@ -624,6 +632,9 @@ type Evals interface {
 	AddScores(ctx context.Context, scores []Score) ([]Score, error)
 	Score(ctx context.Context, id string) (Score, error)
 	ListScores(ctx context.Context, f ScoreFilter) ([]Score, error)
+	// CurrentScores are the current scores of the traces (a page of a
+	// list: its verdicts), in no order.
+	CurrentScores(ctx context.Context, traceIDs []string) ([]Score, error)
 	// DeleteScore removes a score; when it was current, the version before
 	// it (if any) becomes current again.
 	DeleteScore(ctx context.Context, id string) error

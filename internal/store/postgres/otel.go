@@ -135,10 +135,15 @@ func (t spanTx) InsertTraces(ctx context.Context, ownerID, datasetID string, ts 
 		return fmt.Errorf("traces of OpenTelemetry traces: %w", err)
 	}
 	sums := make([]string, n)
+	dur, cost := make([]float64, n), make([]float64, n)
+	tokens := make([]int64, n)
 	for i, nt := range ts {
 		sums[i] = string(nt.Row.Summary)
+		dur[i], tokens[i], cost[i] = nt.Row.Keys.DurationMs, nt.Row.Keys.Tokens, nt.Row.Keys.Cost
 	}
-	if _, err := t.tx.Exec(ctx, `INSERT INTO trace_summaries (trace_id, summary) SELECT id, s FROM unnest($1::uuid[], $2::text[]) AS t (id, s)`, ids, sums); err != nil {
+	if _, err := t.tx.Exec(ctx, `INSERT INTO trace_summaries (`+sqlstore.SummaryCols+`)
+		SELECT id, s, $3::uuid, idx, dur, tok, cost FROM unnest($1::uuid[], $2::text[], $4::bigint[], $5::float8[], $6::bigint[], $7::float8[]) AS t (id, s, idx, dur, tok, cost)`,
+		ids, sums, datasetID, idx, dur, tokens, cost); err != nil {
 		return fmt.Errorf("summaries of OpenTelemetry traces: %w", err)
 	}
 	_, err := t.tx.Exec(ctx, `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) SELECT $1, o, id FROM unnest($2::text[], $3::uuid[]) AS t (o, id)`,

@@ -26,7 +26,7 @@ func uuidOf(id string) pgtype.UUID {
 // ---- traces ----
 
 var traceCopyCols = []string{"id", "dataset_id", "owner_id", "idx", "name", "metadata", "hierarchy", "event_count", "created_at", "encoding", "content"}
-var summaryCopyCols = []string{"trace_id", "summary"}
+var summaryCopyCols = []string{"trace_id", "summary", "dataset_id", "idx", "duration_ms", "tokens", "cost"}
 var annotationCopyCols = []string{"id", "trace_id", "address", "content", "source", "author", "extra", "created_at", "updated_at"}
 
 // insertTraces writes prepared traces, their indexes set, with their
@@ -48,7 +48,8 @@ func insertTraces(ctx context.Context, q sqlstore.Querier, ownerID, datasetID st
 		return err
 	}
 	_, err = tx.CopyFrom(ctx, pgx.Identifier{"trace_summaries"}, summaryCopyCols, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
-		return []any{uuidOf(rows[i].ID), string(rows[i].Summary)}, nil
+		r := &rows[i]
+		return []any{uuidOf(r.ID), string(r.Summary), ds, r.Index, r.Keys.DurationMs, r.Keys.Tokens, r.Keys.Cost}, nil
 	}))
 	if err != nil {
 		return err
@@ -85,8 +86,12 @@ func copyAnnotations(ctx context.Context, tx pgx.Tx, each func(yield func(store.
 	return err
 }
 
-// ListTraces lists a dataset's traces by index, a page at a time.
+// ListTraces lists a dataset's traces by index, a page at a time, or
+// in another order (sqlstore.ListSorted).
 func (s *Store) ListTraces(ctx context.Context, datasetID string, page store.Page) ([]store.TraceSummary, string, error) {
+	if sqlstore.Sorted(page) {
+		return s.ListSorted(ctx, datasetID, page)
+	}
 	after, ok, err := storeutil.DecodeCursor(page.Cursor)
 	if err != nil {
 		return nil, "", fmt.Errorf("postgres: list traces: %w", err)

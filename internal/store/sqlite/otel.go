@@ -110,7 +110,7 @@ func (t spanTx) TracesOf(ctx context.Context, datasetID string, otelTraceIDs []s
 func (t spanTx) InsertTraces(ctx context.Context, ownerID, datasetID string, ts []spanstore.NewTrace, now time.Time) error {
 	traces := batcher{tx: t.tx, head: `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content) VALUES `, cols: 11}
 	links := batcher{tx: t.tx, head: `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) VALUES `, cols: 3}
-	sums := batcher{tx: t.tx, head: `INSERT INTO trace_summaries (trace_id, summary) VALUES `, cols: 2}
+	sums := batcher{tx: t.tx, head: `INSERT INTO trace_summaries (` + sqlstore.SummaryCols + `) VALUES `, cols: 7}
 	defer traces.close()
 	defer links.close()
 	defer sums.close()
@@ -129,7 +129,8 @@ func (t spanTx) InsertTraces(ctx context.Context, ownerID, datasetID string, ts 
 	}
 	// The summaries after their traces, which they reference.
 	for _, nt := range ts {
-		if err := sums.add(ctx, nt.Row.ID, string(nt.Row.Summary)); err != nil {
+		k := &nt.Row.Keys
+		if err := sums.add(ctx, nt.Row.ID, string(nt.Row.Summary), datasetID, nt.Index, k.DurationMs, k.Tokens, k.Cost); err != nil {
 			return fmt.Errorf("summaries of OpenTelemetry traces: %w", err)
 		}
 	}

@@ -30,7 +30,7 @@ func insertTraces(ctx context.Context, q sqlstore.Querier, ownerID, datasetID st
 		return err
 	}
 	defer ins.Close()
-	insSum, err := tx.PrepareContext(ctx, `INSERT INTO trace_summaries (trace_id, summary) VALUES (?, ?)`)
+	insSum, err := tx.PrepareContext(ctx, `INSERT INTO trace_summaries (`+sqlstore.SummaryCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func insertTraces(ctx context.Context, q sqlstore.Querier, ownerID, datasetID st
 			r.EventCount, micros(now), r.Encoding, r.Content); err != nil {
 			return traceError(i, r, err)
 		}
-		if _, err := insSum.ExecContext(ctx, r.ID, string(r.Summary)); err != nil {
+		if _, err := insSum.ExecContext(ctx, r.ID, string(r.Summary), ds, r.Index, r.Keys.DurationMs, r.Keys.Tokens, r.Keys.Cost); err != nil {
 			return traceError(i, r, err)
 		}
 		if len(r.Anns) > 0 && insAnn == nil {
@@ -68,8 +68,12 @@ func traceError(i int, r *storeutil.Row, err error) error {
 	return fmt.Errorf("trace %d (index %d): %w", i, r.Index, err)
 }
 
-// ListTraces lists a dataset's traces by index, a page at a time.
+// ListTraces lists a dataset's traces by index, a page at a time, or
+// in another order (sqlstore.ListSorted).
 func (s *Store) ListTraces(ctx context.Context, datasetID string, page store.Page) ([]store.TraceSummary, string, error) {
+	if sqlstore.Sorted(page) {
+		return s.ListSorted(ctx, datasetID, page)
+	}
 	after, ok, err := storeutil.DecodeCursor(page.Cursor)
 	if err != nil {
 		return nil, "", fmt.Errorf("sqlite: list traces: %w", err)

@@ -43,6 +43,7 @@ func Run(t *testing.T, openTB func(tb testing.TB) store.Store) {
 		{"Pagination", testPagination},
 		{"AppendEvents", testAppendEvents},
 		{"Digests", testDigests},
+		{"ListSort", testListSort},
 		{"DeleteTrace", testDeleteTrace},
 		{"Annotations", testAnnotations},
 		{"ReplaceAnnotations", testReplaceAnnotations},

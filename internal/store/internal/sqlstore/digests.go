@@ -46,11 +46,29 @@ func (r *ListRow) Finish(t *store.TraceSummary) (bool, error) {
 	return true, nil
 }
 
-// PutDigest stores a trace's digest (storeutil.EncodeDigest), replacing
-// the one it had.
+// SummaryCols are the columns of trace_summaries a write of a digest sets
+// (migration 00020: the sort keys beside the digest, with the trace's
+// dataset and index; violations is kept by triggers on annotations).
+const SummaryCols = `trace_id, summary, dataset_id, idx, duration_ms, tokens, cost`
+
+// insertSummary inserts the digest $2 with sort keys $3, $4, $5 of trace
+// $1, taking its dataset, index and violation count from the trace's rows.
+const insertSummary = `INSERT INTO trace_summaries (` + SummaryCols + `, violations)
+	SELECT t.id, $2, t.dataset_id, t.idx, CAST($3 AS double precision), CAST($4 AS bigint), CAST($5 AS double precision),
+		(SELECT count(*) FROM annotations a WHERE a.trace_id = t.id AND a.source = 'analyzer')
+	FROM traces t WHERE t.id = $1`
+
+// PutDigest stores a trace's digest (storeutil.EncodeDigest) with its sort
+// keys, replacing the one it had.
 func PutDigest(ctx context.Context, q Querier, traceID string, summary []byte) error {
-	_, err := q.Exec(ctx, `INSERT INTO trace_summaries (trace_id, summary) VALUES ($1, $2)
-		ON CONFLICT (trace_id) DO UPDATE SET summary = excluded.summary`, traceID, string(summary))
+	d, err := storeutil.DecodeDigest(summary)
+	if err != nil {
+		return err
+	}
+	k := storeutil.KeysOf(d.Digest)
+	_, err = q.Exec(ctx, insertSummary+`
+		ON CONFLICT (trace_id) DO UPDATE SET summary = excluded.summary, duration_ms = excluded.duration_ms,
+			tokens = excluded.tokens, cost = excluded.cost`, traceID, string(summary), k.DurationMs, k.Tokens, k.Cost)
 	return err
 }
 
@@ -93,22 +111,26 @@ func (s *Store) FillDigests(ctx context.Context, ts []*store.TraceSummary) error
 	for i, t := range ts {
 		at[t.ID], ids[i] = t, t.ID
 	}
-	summaries := map[string][]byte{}
+	type stored struct {
+		summary []byte
+		keys    storeutil.Keys
+	}
+	summaries := map[string]stored{}
 	err := s.Search.StoredTraces(ctx, ids, func(id string, t *trace.Trace, bad error) {
 		if bad != nil {
 			return
 		}
 		d := storeutil.StoredDigestOf(t)
 		at[id].Digest = d.Digest
-		summaries[id] = storeutil.EncodeDigest(d)
+		summaries[id] = stored{storeutil.EncodeDigest(d), storeutil.KeysOf(d.Digest)}
 	})
 	if err != nil {
 		return s.Fail(ctx, err, "trace summaries: read traces")
 	}
 	err = s.Write(ctx, func(q Querier) error {
 		for id, sum := range summaries {
-			if _, err := q.Exec(ctx, `INSERT INTO trace_summaries (trace_id, summary) SELECT id, $2 FROM traces WHERE id = $1
-				ON CONFLICT (trace_id) DO NOTHING`, id, string(sum)); err != nil {
+			if _, err := q.Exec(ctx, insertSummary+` ON CONFLICT (trace_id) DO NOTHING`,
+				id, string(sum.summary), sum.keys.DurationMs, sum.keys.Tokens, sum.keys.Cost); err != nil {
 				return err
 			}
 		}

@@ -93,9 +93,11 @@ func (s *Store) DeleteScore(ctx context.Context, id string) error {
 		if !cur {
 			return nil
 		}
-		_, err := tx.Exec(ctx, `UPDATE scores SET current = true WHERE id = (SELECT id FROM scores
-			WHERE trace_id = $1 AND criterion = $2 AND address = $3 ORDER BY version DESC LIMIT 1)`, trace, crit, addr)
-		return err
+		if _, err := tx.Exec(ctx, `UPDATE scores SET current = true WHERE id = (SELECT id FROM scores
+			WHERE trace_id = $1 AND criterion = $2 AND address = $3 ORDER BY version DESC LIMIT 1)`, trace, crit, addr); err != nil {
+			return err
+		}
+		return s.refreshScoreKeys(ctx, tx, []store.Score{{TraceID: trace, Criterion: crit}})
 	})
 	if err != nil {
 		return s.Fail(ctx, err, "delete score %s", id)
@@ -261,8 +263,10 @@ func (s *Store) AddScores(ctx context.Context, scores []store.Score) ([]store.Sc
 	var out []store.Score
 	err := s.Write(ctx, func(tx Querier) error {
 		var err error
-		out, err = s.Hooks.AddScores(ctx, tx, scores)
-		return err
+		if out, err = s.Hooks.AddScores(ctx, tx, scores); err != nil {
+			return err
+		}
+		return s.refreshScoreKeys(ctx, tx, scores)
 	})
 	if err != nil {
 		return nil, s.Fail(ctx, err, "add scores")
@@ -290,8 +294,10 @@ func (s *Store) FinishTraces(ctx context.Context, runID string, results []store.
 		if err := s.Hooks.PutStatuses(ctx, tx, runID, results, now); err != nil {
 			return err
 		}
-		_, err := s.Hooks.AddScores(ctx, tx, scores)
-		return err
+		if _, err := s.Hooks.AddScores(ctx, tx, scores); err != nil {
+			return err
+		}
+		return s.refreshScoreKeys(ctx, tx, scores)
 	})
 	if err != nil {
 		return s.Fail(ctx, err, "finish traces of run %s", runID)
@@ -333,6 +339,55 @@ func (s *Store) LatestStatuses(ctx context.Context, datasetID string) ([]store.T
 	out, err := collect(rows, err, scanStatus)
 	if err != nil {
 		return nil, s.Fail(ctx, err, "list statuses")
+	}
+	return out, nil
+}
+
+// refreshScoreKeys computes again the sort keys (score_keys, migration
+// 00020) of the traces and criteria of scores, in tx after they changed:
+// the mean of the trace's current scores on the criterion that are
+// numbers or booleans (true 1, false 0); none when it has none.
+func (s *Store) refreshScoreKeys(ctx context.Context, tx Querier, scores []store.Score) error {
+	type target struct{ trace, criterion string }
+	seen := make(map[target]bool, len(scores))
+	for _, sc := range scores {
+		k := target{sc.TraceID, sc.Criterion}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if _, err := tx.Exec(ctx, `DELETE FROM score_keys WHERE trace_id = $1 AND criterion = $2`, k.trace, k.criterion); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO score_keys (trace_id, criterion, dataset_id, idx, value)
+			SELECT t.id, $2, t.dataset_id, t.idx, v.n FROM traces t,
+				(SELECT avg(`+s.D.ScoreNumber+`) AS n FROM scores s WHERE s.trace_id = $1 AND s.criterion = $2 AND s.current) v
+			WHERE t.id = $1 AND t.dataset_id IS NOT NULL AND v.n IS NOT NULL`, k.trace, k.criterion); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CurrentScores are the current scores of the traces, in no order.
+func (s *Store) CurrentScores(ctx context.Context, traceIDs []string) ([]store.Score, error) {
+	ids := make([]string, 0, len(traceIDs))
+	for _, id := range traceIDs {
+		if storeutil.ValidID(id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	list, err := s.D.List(ids)
+	if err != nil {
+		return nil, s.errorf("current scores: %w", err)
+	}
+	rows, err := s.R.Query(ctx, `SELECT `+scoreCols+` FROM scores s WHERE s.current AND s.trace_id IN (SELECT value FROM `+s.D.Elems+`)`, list)
+	out, err := collect(rows, err, scanScore)
+	if err != nil {
+		return nil, s.Fail(ctx, err, "current scores")
 	}
 	return out, nil
 }

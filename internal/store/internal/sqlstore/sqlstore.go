@@ -141,17 +141,23 @@ type Dialect struct {
 	// ExtraIs is the condition that an annotation's extra object has
 	// member $3 equal to the string $4.
 	ExtraIs string
+	// ScoreNumber is score s's value as a number for sorting: true 1,
+	// false 0, a JSON number its value, anything else NULL (as the
+	// search's JSONNumber reads a number).
+	ScoreNumber string
 }
 
 // SQLite is the dialect of the SQLite backend.
 var SQLite = Dialect{Name: "sqlite", MicrosTime: true, Seq: "rowid", AnnotationSeq: "rowid",
 	ExtraIs: `json_extract(extra, '$."' || $3 || '"') = $4`, InList: `IN (SELECT value FROM json_each($2))`, JSONList: true,
-	Elems: `json_each($1)`}
+	Elems:       `json_each($1)`,
+	ScoreNumber: `CASE s.value WHEN 'true' THEN 1.0 WHEN 'false' THEN 0.0 ELSE (CASE WHEN json_valid(s.value) THEN CASE WHEN json_type(s.value) IN ('integer', 'real') THEN CASE WHEN abs(CAST(s.value AS REAL)) <= 1.7976931348623157e308 THEN CAST(s.value AS REAL) END END END) END`}
 
 // Postgres is the dialect of the PostgreSQL backend.
 var Postgres = Dialect{Name: "postgres", C: ` COLLATE "C"`, ForUpdate: ` FOR UPDATE`, ForShare: ` FOR SHARE`, Seq: "id", AnnotationSeq: "seq",
 	ExtraIs: `extra IS NOT NULL AND extra::jsonb ->> $3 = $4`, InList: `= ANY($2::text[])`,
-	Elems: `unnest($1::uuid[]) AS value`}
+	Elems:       `unnest($1::uuid[]) AS value`,
+	ScoreNumber: `CASE s.value WHEN 'true' THEN 1.0::float8 WHEN 'false' THEN 0.0::float8 ELSE (CASE WHEN jsonb_typeof(s.value::jsonb) = 'number' THEN CASE WHEN abs((s.value::jsonb)::numeric) <= 1.7976931348623157e308 THEN (s.value::jsonb)::numeric::float8 END END) END`}
 
 // Time is a time as the dialect stores it, for a statement's argument.
 func (d *Dialect) Time(t time.Time) any {

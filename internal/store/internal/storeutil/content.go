@@ -221,6 +221,7 @@ type Row struct {
 	Content    []byte
 	Encoding   int
 	Summary    []byte             // the digest, as EncodeDigest stores it
+	Keys       Keys               // the digest's sort keys
 	Anns       []store.Annotation // with ids and times set
 }
 
@@ -263,7 +264,8 @@ func PrepareTraces(ts []store.NewTrace, now time.Time) ([]Row, error) {
 	}
 	encode := func(i int) {
 		rows[i].Content, rows[i].Encoding = EncodeContent(ts[i].Trace)
-		rows[i].Summary = EncodeDigest(StoredDigestOf(ts[i].Trace))
+		d := StoredDigestOf(ts[i].Trace)
+		rows[i].Summary, rows[i].Keys = EncodeDigest(d), KeysOf(d.Digest)
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(ts)/8)
 	if workers < 2 {
