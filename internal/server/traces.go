@@ -402,7 +402,9 @@ const maxPage = 1000
 // page's "next" ("" when there are no more); ?sort= time (the default),
 // duration, tokens, cost, violations or score:<criterion>, and ?order=
 // asc (the default) or desc (store.Page.Sort says how ties and missing
-// values sort). A cursor continues the sort and order it came from.
+// values sort). A cursor continues the sort and order it came from;
+// ?offset=N (with no cursor) starts N traces in, as an explorer scrolled
+// far down asks.
 func (s *Server) listTraces(w http.ResponseWriter, r *http.Request, p *principal) error {
 	d, err := s.readableDataset(r, p, r.PathValue("id"))
 	if err != nil {
@@ -419,6 +421,13 @@ func (s *Server) listTraces(w http.ResponseWriter, r *http.Request, p *principal
 			return errorf(http.StatusBadRequest, codeBadRequest, "limit must be a whole number from 1 to %d, not %q", maxPage, l)
 		}
 		page.Limit = n
+	}
+	if o := q.Get("offset"); o != "" {
+		n, err := strconv.Atoi(o)
+		if err != nil || n < 0 || page.Cursor != "" {
+			return errorf(http.StatusBadRequest, codeBadRequest, "offset must be a whole number from 0, with no cursor, not %q", o)
+		}
+		page.Offset = n
 	}
 	page.Sort = q.Get("sort")
 	if _, _, err := store.ParseSort(page.Sort); err != nil {

@@ -175,6 +175,11 @@ type Page struct {
 	// with one, by index, in either direction. Other lists ignore both.
 	Sort string
 	Desc bool
+	// Offset, with no Cursor, starts a sorted list (Sort or Desc set) that
+	// many traces in: what an explorer scrolled far down asks for. The
+	// position is found in the sort's index; the cursor returned
+	// continues from there.
+	Offset int
 }
 
 // Users keeps accounts and API keys.

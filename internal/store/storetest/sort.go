@@ -225,6 +225,22 @@ func testListSort(t *testing.T, open func(t *testing.T) store.Store) {
 				for _, limit := range []int{7, 1000} {
 					got := e.listSorted(d.ID, c.sort, desc, limit)
 					w := expected(c, desc)
+					if limit == 7 {
+						// A page at an offset is the same rows.
+						for _, off := range []int{1, 100, 170, 174, 175, 176, 199, 200, 250} {
+							items, _, err := e.st.ListTraces(e.ctx, d.ID, store.Page{Sort: c.sort, Desc: desc, Offset: off, Limit: 7})
+							if err != nil {
+								t.Fatalf("%s: sort %s desc=%v offset %d: %v", when, c.sort, desc, off, err)
+							}
+							var page []string
+							for _, it := range items {
+								page = append(page, it.ID)
+							}
+							if ww := w[min(off, len(w)):min(off+7, len(w))]; !slices.Equal(page, ww) && !(len(page) == 0 && len(ww) == 0) {
+								t.Errorf("%s: sort %s desc=%v offset %d: %d rows, not the %d expected", when, c.sort, desc, off, len(page), len(ww))
+							}
+						}
+					}
 					if !slices.Equal(got, w) {
 						at := 0
 						for at < len(got) && at < len(w) && got[at] == w[at] {

@@ -148,10 +148,12 @@ export const api = {
   /** setPublic shares a dataset with everyone, or makes it private again. */
   setPublic: (id: string, isPublic: boolean) => request<Dataset>('PATCH', `/datasets/${enc(id)}`, { public: isPublic }),
   deleteDataset: (id: string) => request<void>('DELETE', `/datasets/${enc(id)}`),
-  traces: (id: string, cursor = '', limit = 100) =>
+  /** traces is a page of a dataset's trace list: after cursor, or, for a
+   * sorted list (sort.key other than time, or desc), offset traces in. */
+  traces: (id: string, cursor = '', limit = 100, sort?: ListSort, offset = 0) =>
     request<{ traces: TraceSummary[]; next: string }>(
       'GET',
-      `/datasets/${enc(id)}/traces?limit=${limit}${cursor ? '&cursor=' + enc(cursor) : ''}`,
+      `/datasets/${enc(id)}/traces?limit=${limit}${cursor ? '&cursor=' + enc(cursor) : ''}${sortQuery(sort)}${offset ? '&offset=' + offset : ''}`,
     ),
   trace: (id: string) => request<Trace>('GET', `/traces/${enc(id)}`),
   /** traceUsage is the trace with what it used, as the server reads it. */
@@ -351,4 +353,26 @@ export function upload(
 export function decodeErrors(e: unknown): DecodeError[] {
   if (e instanceof ApiError && e.details && Array.isArray((e.details as any).errors)) return (e.details as any).errors;
   return [];
+}
+
+/** ListSort is the order of a trace list: key time (the default: by
+ * index), duration, tokens, cost, violations or score:<criterion>. */
+export interface ListSort {
+  key: string;
+  desc: boolean;
+}
+
+/** sorted reports whether a list sort is another than by index ascending. */
+export const sorted = (s?: ListSort | null): s is ListSort => !!s && ((s.key !== '' && s.key !== 'time') || s.desc);
+
+/** sortQuery is the list's query parameters of a sort ('' for the default). */
+export function sortQuery(s?: ListSort | null): string {
+  if (!sorted(s)) return '';
+  return `&sort=${encodeURIComponent(s.key || 'time')}${s.desc ? '&order=desc' : ''}`;
+}
+
+/** parseSort reads a list sort from a page's query (?sort=key&order=desc). */
+export function parseSort(search: string): ListSort {
+  const p = new URLSearchParams(search);
+  return { key: p.get('sort') || 'time', desc: p.get('order') === 'desc' };
 }

@@ -35,6 +35,10 @@ export interface TraceSummary {
   cost_estimated?: boolean;
   unpriced_spans?: number;
   duration_ms?: number;
+  /** "pass" or "fail" by criterion, from the current scores. */
+  verdicts?: Record<string, 'pass' | 'fail'>;
+  /** The mean of the current scores (true 1, false 0) by criterion. */
+  scores?: Record<string, number>;
   created_at: string;
 }
 

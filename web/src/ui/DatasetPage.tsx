@@ -1,12 +1,13 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api } from '../lib/api';
+import { api, parseSort, sortQuery, type ListSort } from '../lib/api';
 import { rememberList, tracePath } from '../lib/listmemory';
 import { navigate } from '../lib/router';
 import { SESSION_KEYS, sessionOf, sessionPath } from '../lib/session';
 import type { SearchBackend } from '../lib/search';
 import { serverSearch } from '../lib/serversearch';
-import type { Me } from '../lib/types';
+import type { Me, TraceSummary } from '../lib/types';
+import { costTitle, fmtCost } from '../lib/usage';
 import { copyText, fmtInt, fmtTime, NotFound, scalar } from './common';
 import { EvalPanel } from './EvalPanel';
 import { useDataset, useEvalStatus } from './hooks/useDataset';
@@ -35,6 +36,10 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   const [copied, setCopied] = useState('');
   // The row the keys have selected (j/k, arrows; Enter opens it), -1 none.
   const [cursor, setCursor] = useState(-1);
+  // The list's order, kept in the URL (?sort=key&order=desc).
+  const [sort, setSort] = useState<ListSort>(() => parseSort(props.search));
+  // The dataset's evaluation criteria: one verdict column each.
+  const [criteria, setCriteria] = useState<string[]>([]);
   const list = useRef<VirtualHandle | null>(null);
   const searchBox = useRef<HTMLInputElement>(null);
   // A narrow window drops the Name column and lets the others shrink.
@@ -44,7 +49,50 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   // Evaluation status per trace and criterion, polled while a run goes on.
   const evalStatus = useEvalStatus(ds?.id);
   const { query, results, scan, queryError, rerun } = useDatasetSearch(ds, active, backend, setErr);
-  const traces = useTraceList(ds, results, flagged, setErr, rerun);
+  const traces = useTraceList(ds, results, flagged, setErr, rerun, sort);
+  // Criteria saved on the dataset and those its runs graded.
+  useEffect(() => {
+    if (!ds) return;
+    api.criteria(ds.id).then(
+      (cs) => setCriteria((old) => mergeNames(old, cs.map((c) => c.name))),
+      () => {},
+    );
+  }, [ds?.id]);
+  useEffect(() => {
+    const seen = new Set<string>();
+    for (const st of Object.values(evalStatus.status ?? {})) for (const c of Object.keys(st)) seen.add(c);
+    if (seen.size) setCriteria((old) => mergeNames(old, [...seen]));
+  }, [evalStatus.status]);
+  // And those the loaded rows have scores on (posted through the API).
+  {
+    const seen: string[] = [];
+    for (let i = 0; i < Math.min(traces.count, 2000); i++) {
+      const t = traces.row(i)?.summary;
+      if (!t?.scores && !t?.verdicts) continue;
+      for (const c of Object.keys({ ...t.scores, ...t.verdicts })) if (!criteria.includes(c) && !seen.includes(c)) seen.push(c);
+    }
+    if (seen.length) queueMicrotask(() => setCriteria((old) => mergeNames(old, seen)));
+  }
+  // A run that ends leaves new verdicts: the rows in view are read again.
+  const wasRunning = useRef(false);
+  useEffect(() => {
+    if (wasRunning.current && !evalStatus.running) traces.refresh();
+    wasRunning.current = evalStatus.running;
+  }, [evalStatus.running]);
+  const sortBy = (key: string) => {
+    // A new column sorts its largest values first (time: oldest first);
+    // the sorted column's header turns the order around.
+    const next: ListSort = key === sort.key ? { key, desc: !sort.desc } : { key, desc: key !== 'time' };
+    setSort(next);
+    setCursor(-1);
+    const p = new URLSearchParams(location.search);
+    p.delete('sort');
+    p.delete('order');
+    const rest = p.toString();
+    const qs = (rest ? '&' + rest : '') + sortQuery(next);
+    history.replaceState(history.state, '', location.pathname + (qs ? '?' + qs.slice(1) : '') + location.hash);
+    list.current?.scrollTo(0, 'start');
+  };
   useFindKey(searchBox);
   useListPaintMark();
   // The side panels (policies, evaluation) render just after the list
@@ -101,9 +149,29 @@ export function DatasetPage(props: { owner: string; name: string; search: string
   // A Session column, linking to the session's view, once a loaded trace
   // names a session (and the window is wide enough for it).
   const sessions = !narrow && traces.metaKeys.some((k) => SESSION_KEYS.includes(k));
+  // A narrow window also drops duration, tokens and cost.
   const grid = narrow
-    ? `40px minmax(0,2.5fr) 44px 36px 36px 52px ${cols.map(() => 'minmax(0,1fr)').join(' ')}`
-    : `70px minmax(120px,1fr) minmax(200px,2.5fr) 70px 60px 60px 70px ${sessions ? 'minmax(80px,0.8fr) ' : ''}${cols.map(() => 'minmax(80px,1fr)').join(' ')}`;
+    ? `40px minmax(0,2.5fr) 44px 36px 36px 52px ${criteria.map(() => '40px ').join('')}${cols.map(() => 'minmax(0,1fr)').join(' ')}`
+    : `70px minmax(120px,1fr) minmax(200px,2.5fr) 70px 60px 60px 76px 76px 70px 70px ${criteria.map(() => 'minmax(56px,90px) ').join('')}${sessions ? 'minmax(80px,0.8fr) ' : ''}${cols.map(() => 'minmax(80px,1fr)').join(' ')}`;
+  // A sortable column's header: a button, and aria-sort on the sorted one.
+  const sortable = !results && !flagged;
+  const head = (key: string, label: ComponentChildren, cls: string, title?: string) => {
+    const on = sort.key === key;
+    return (
+      <span class={cls} role="columnheader" title={title} aria-sort={on ? (sort.desc ? 'descending' : 'ascending') : 'none'} data-sort={key}>
+        {sortable ? (
+          <button type="button" class={`sort-head ${on ? 'on' : ''}`} onClick={() => sortBy(key)}>
+            {label}
+            <span class="sort-mark" aria-hidden="true">
+              {on ? (sort.desc ? '▼' : '▲') : ''}
+            </span>
+          </button>
+        ) : (
+          label
+        )}
+      </span>
+    );
+  };
   const row = (i: number): ComponentChildren => {
     const h = traces.row(i);
     if (!h) return <div class={`trow placeholder ${i === cursor ? 'selected' : ''}`} style={{ gridTemplateColumns: grid }}>…</div>;
@@ -137,7 +205,17 @@ export function DatasetPage(props: { owner: string; name: string; search: string
         <span class={`num ${viol ? 'viol' : ''}`} title="violations">
           {viol || ''}
         </span>
+        {!narrow && <span class="num dur">{t.duration_ms !== undefined ? fmtDuration(t.duration_ms) : ''}</span>}
+        {!narrow && <span class="num tokens">{tokensOf(t) !== undefined ? fmtInt(tokensOf(t)!) : ''}</span>}
+        {!narrow && (
+          <span class="num cost" title={t.cost !== undefined ? costTitle(t.cost_estimated) : undefined}>
+            {t.cost !== undefined ? fmtCost(t.cost) : ''}
+          </span>
+        )}
         <EvalStatus status={evalStatus.status?.[t.id]} />
+        {criteria.map((c) => (
+          <Verdict verdict={t.verdicts?.[c]} score={t.scores?.[c]} status={evalStatus.status?.[t.id]?.[c]} running={evalStatus.running} criterion={c} />
+        ))}
         {sessions && <SessionCell owner={ds.owner} name={ds.name} session={sessionOf(t.metadata)} />}
         {cols.map((c) => (
           <span class="ell">{scalar(t.metadata?.[c])}</span>
@@ -246,18 +324,20 @@ export function DatasetPage(props: { owner: string; name: string; search: string
               </span>
             )}
           </div>
-          <div class="thead" style={{ gridTemplateColumns: grid }}>
-            <span class="num">#</span>
+          <div class="thead" role="row" style={{ gridTemplateColumns: grid }}>
+            {head('time', '#', 'num', 'by index (the order traces came in)')}
             {!narrow && <span>Name</span>}
             <span>{results && query.words.length ? 'Match' : 'First user message'}</span>
             <span class="num">Events</span>
             <span class="num" title="annotations">
               Notes
             </span>
-            <span class="num" title="violations">
-              Viol.
-            </span>
+            {head('violations', 'Viol.', 'num', 'violations')}
+            {!narrow && head('duration', 'Duration', 'num', 'first to last span or event')}
+            {!narrow && head('tokens', 'Tokens', 'num', 'tokens in and out')}
+            {!narrow && head('cost', 'Cost', 'num', 'recorded cost, or estimated from the price table')}
             <span title="evaluation status (lookout eval, evaluation runs)">Eval</span>
+            {criteria.map((c) => head(`score:${c}`, c, 'verdict-head ell', `criterion ${c}: pass, fail or pending; sorts by the score (true 1, false 0)`))}
             {sessions && <span title="the trace's session: open it to see its traces in order">Session</span>}
             {cols.map((c) => (
               <span>{c}</span>
@@ -319,6 +399,45 @@ function EvalStatus(props: { status?: Record<string, string> }) {
   const label = { error: '⚠ error', in_progress: '… running', evaluated: '● done', not_evaluated: '○' }[kind];
   return (
     <span class={`eval-status es-${kind}`} data-eval={kind} title={all}>
+      {label}
+    </span>
+  );
+}
+
+/** mergeNames adds the names of b not in a, keeping a's order (and a
+ * itself when nothing is new, so that no render follows). */
+function mergeNames(a: string[], b: string[]): string[] {
+  const add = b.filter((x) => !a.includes(x));
+  return add.length ? [...a, ...add.sort()] : a;
+}
+
+/** tokensOf is a row's tokens: the total, else in plus out. */
+function tokensOf(t: TraceSummary): number | undefined {
+  if (t.total_tokens !== undefined) return t.total_tokens;
+  if (t.input_tokens === undefined && t.output_tokens === undefined) return undefined;
+  return (t.input_tokens ?? 0) + (t.output_tokens ?? 0);
+}
+
+/** fmtDuration writes milliseconds as "850 ms", "12.3 s" or "4m 05s". */
+export function fmtDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60000) return `${Number((ms / 1000).toPrecision(3))} s`;
+  const s = Math.round(ms / 1000);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = String(s % 60).padStart(2, '0');
+  return h ? `${h}h ${String(m).padStart(2, '0')}m` : `${m}m ${sec}s`;
+}
+
+/** Verdict is a trace's verdict on one criterion: pass, fail, a number
+ * (a numeric score), pending (a run is grading it), or nothing. */
+function Verdict(props: { verdict?: 'pass' | 'fail'; score?: number; status?: string; running: boolean; criterion: string }) {
+  const { verdict, score, status } = props;
+  const pending = !verdict && score === undefined && (status === 'in_progress' || (props.running && status === 'not_evaluated'));
+  const kind = verdict ?? (score !== undefined ? 'score' : pending ? 'pending' : status === 'error' ? 'error' : '');
+  const label = { pass: '✓ pass', fail: '✗ fail', score: score !== undefined ? String(Number(score.toPrecision(3))) : '', pending: '… pending', error: '⚠', '': '' }[kind];
+  return (
+    <span class={`verdict v-${kind || 'none'}`} data-verdict={kind} data-criterion={props.criterion} title={`${props.criterion}: ${kind || 'not graded'}`}>
       {label}
     </span>
   );

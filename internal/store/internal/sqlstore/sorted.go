@@ -19,9 +19,9 @@ var sortCols = map[string]string{
 }
 
 // Sorted reports whether page asks for another order than the index's
-// ascending one (ListSorted lists it).
+// ascending one, or an offset (ListSorted lists it).
 func Sorted(page store.Page) bool {
-	return (page.Sort != "" && page.Sort != store.SortTime) || page.Desc
+	return (page.Sort != "" && page.Sort != store.SortTime) || page.Desc || page.Offset > 0
 }
 
 // ListSorted lists a dataset's traces in the order page asks for (a sort
@@ -55,6 +55,15 @@ func (s *Store) ListSorted(ctx context.Context, datasetID string, page store.Pag
 		if err := s.fillDataset(ctx, datasetID); err != nil {
 			return nil, "", err
 		}
+	}
+	if !ok && page.Offset > 0 {
+		if cur, ok, err = s.offsetCursor(ctx, datasetID, key, criterion, dir, page.Offset); err != nil {
+			return nil, "", err
+		}
+		if !ok {
+			return []store.TraceSummary{}, "", nil // past the end
+		}
+		cur.Sort = sortName
 	}
 	limit := storeutil.Limit(page.Limit)
 	var items []store.TraceSummary
@@ -202,4 +211,48 @@ func (s *Store) fillDataset(ctx context.Context, datasetID string) error {
 	}
 	filled.Store(datasetID, true)
 	return nil
+}
+
+// offsetCursor is the cursor after the first offset traces of a sorted
+// list (ok false when the list is shorter): the (value, index) at that
+// position, read from the sort's index alone.
+func (s *Store) offsetCursor(ctx context.Context, datasetID, key, criterion, dir string, offset int) (storeutil.SortCursor, bool, error) {
+	var c storeutil.SortCursor
+	at := func(q string, args ...any) (bool, error) {
+		err := s.R.QueryRow(ctx, q, args...).Scan(&c.Value, &c.Index)
+		if NoRows(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, s.Fail(ctx, err, "list traces of dataset %s: offset %d", datasetID, offset)
+		}
+		return true, nil
+	}
+	byIndex := func(n int, cond string, args ...any) (bool, error) {
+		return at(`SELECT CAST(t.idx AS double precision), t.idx FROM traces t WHERE t.dataset_id = $1`+cond+`
+			ORDER BY t.idx `+dir+` LIMIT 1 OFFSET $2`, append([]any{datasetID, n - 1}, args...)...)
+	}
+	switch key {
+	case store.SortTime:
+		ok, err := byIndex(offset, "")
+		return c, ok, err
+	case store.SortScore:
+		var scored int
+		if err := s.R.QueryRow(ctx, `SELECT count(*) FROM score_keys WHERE dataset_id = $1 AND criterion = $2`, datasetID, criterion).Scan(&scored); err != nil {
+			return c, false, s.Fail(ctx, err, "list traces of dataset %s: offset %d", datasetID, offset)
+		}
+		if offset <= scored {
+			ok, err := at(`SELECT k.value, k.idx FROM score_keys k WHERE k.dataset_id = $1 AND k.criterion = $3
+				ORDER BY k.value `+dir+`, k.idx `+dir+` LIMIT 1 OFFSET $2`, datasetID, offset-1, criterion)
+			return c, ok, err
+		}
+		c.Unscored = true
+		ok, err := byIndex(offset-scored, ` AND NOT EXISTS (SELECT 1 FROM score_keys k WHERE k.trace_id = t.id AND k.criterion = $3)`, criterion)
+		return c, ok, err
+	default:
+		col := sortCols[key]
+		ok, err := at(`SELECT CAST(k.`+col+` AS double precision), k.idx FROM trace_summaries k WHERE k.dataset_id = $1
+			ORDER BY k.`+col+` `+dir+`, k.idx `+dir+` LIMIT 1 OFFSET $2`, datasetID, offset-1)
+		return c, ok, err
+	}
 }

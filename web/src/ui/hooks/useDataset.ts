@@ -68,8 +68,9 @@ export type EvalStatuses = Record<string, Record<string, string>>;
 
 /** useEvalStatus is the evaluation status of a dataset's traces, polled
  * every 2 s while a run is going on; refresh asks again (a run started). */
-export function useEvalStatus(datasetId: string | undefined): { status: EvalStatuses | null; refresh: () => void } {
+export function useEvalStatus(datasetId: string | undefined): { status: EvalStatuses | null; running: boolean; refresh: () => void } {
   const [status, setStatus] = useState<EvalStatuses | null>(null);
+  const [running, setRunning] = useState(false);
   const [tick, setTick] = useState(0);
   useEffect(() => {
     if (!datasetId) return;
@@ -80,6 +81,7 @@ export function useEvalStatus(datasetId: string | undefined): { status: EvalStat
         (r) => {
           if (stop) return;
           setStatus(r.traces);
+          setRunning(!!r.running?.length);
           if (r.running?.length) timer = window.setTimeout(load, 2000);
         },
         () => setStatus(null),
@@ -90,5 +92,5 @@ export function useEvalStatus(datasetId: string | undefined): { status: EvalStat
       clearTimeout(timer);
     };
   }, [datasetId, tick]);
-  return { status, refresh: () => setTick((x) => x + 1) };
+  return { status, running, refresh: () => setTick((x) => x + 1) };
 }

@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, cursorAfter, FIRST_TRACES } from '../../lib/api';
+import { api, cursorAfter, FIRST_TRACES, sorted, type ListSort } from '../../lib/api';
 import type { Dataset, TraceSummary } from '../../lib/types';
 import type { Hit } from './useDatasetSearch';
 
@@ -54,6 +54,7 @@ export function useTraceList(
   flagged: string[] | null,
   onError: (msg: string) => void,
   onRefreshResults?: () => void,
+  sort?: ListSort,
 ): TraceList {
   const rows = useRef<(TraceSummary | undefined)[]>([]);
   const loading = useRef(new Set<number>());
@@ -93,9 +94,15 @@ export function useTraceList(
 
   const loadPage = (p: number) => {
     loading.current.add(p);
-    // Cursors continue after a trace index; rows are placed by position.
-    api.traces(ds!.id, cursorAfter(p * PAGE - 1), PAGE).then(
+    // Cursors continue after a trace index; a sorted list's pages start at
+    // an offset (the server finds it in the sort's index). Rows are placed
+    // by position; an answer for another order than the one shown now is
+    // dropped.
+    const gen = sortGen.current;
+    const req = sorted(sortRef.current) ? api.traces(ds!.id, '', PAGE, sortRef.current, p * PAGE) : api.traces(ds!.id, cursorAfter(p * PAGE - 1), PAGE);
+    req.then(
       (r) => {
+        if (gen !== sortGen.current) return;
         r.traces.forEach((t, k) => (rows.current[p * PAGE + k] = t));
         bump((x) => x + 1);
       },
@@ -106,6 +113,24 @@ export function useTraceList(
     );
   };
   const inView = useRef<[number, number]>([0, 0]);
+  // The order shown; a new one empties the rows and loads those in view.
+  const sortKey = sort ? `${sort.key} ${sort.desc}` : 'time false';
+  const sortRef = useRef(sort);
+  const sortGen = useRef(0);
+  const seenSort = useRef(sortKey);
+  sortRef.current = sort;
+  useEffect(() => {
+    if (seenSort.current === sortKey) return;
+    seenSort.current = sortKey;
+    sortGen.current++;
+    rows.current = new Array(rows.current.length);
+    loading.current.clear();
+    stale.current.clear();
+    bump((x) => x + 1);
+    if (!ds || results || flagged) return;
+    const [a, b] = inView.current;
+    for (const p of pagesToLoad(a, b, rows.current, loading.current, PAGE)) loadPage(p);
+  }, [sortKey]);
   // Pages loaded before a refresh and not since: fetched again in view.
   const stale = useRef(new Set<number>());
 
@@ -132,7 +157,8 @@ export function useTraceList(
     seed: (total, first) => {
       rows.current = new Array(total);
       stale.current.clear();
-      if (first) {
+      // The first page prefetched is in index order.
+      if (first && !sorted(sortRef.current)) {
         first.traces.forEach((t, k) => (rows.current[k] = t));
         loading.current.add(0);
       }
