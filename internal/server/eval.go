@@ -521,7 +521,6 @@ type evalStore interface {
 	ListCriteria(ctx context.Context, datasetID string) ([]store.Criterion, error)
 	ListRuns(ctx context.Context, datasetID string) ([]store.EvalRun, error)
 	ListScores(ctx context.Context, f store.ScoreFilter) ([]store.Score, error)
-	CurrentScores(ctx context.Context, traceIDs []string) ([]store.Score, error)
 	Run(ctx context.Context, id string) (store.EvalRun, error)
 	SaveCriterion(ctx context.Context, c store.Criterion) (store.Criterion, error)
 	Score(ctx context.Context, id string) (store.Score, error)

@@ -466,6 +466,7 @@ func (s *Server) listTraces(w http.ResponseWriter, r *http.Request, p *principal
 // traceStore is what the trace handlers ask of the store.
 type traceStore interface {
 	AppendEvents(ctx context.Context, id string, events []trace.Event) error
+	CurrentScores(ctx context.Context, traceIDs []string) ([]store.Score, error)
 	DeleteTrace(ctx context.Context, id string) error
 	ListAnnotations(ctx context.Context, traceID string) ([]store.Annotation, error)
 	ListTraces(ctx context.Context, datasetID string, page store.Page) (items []store.TraceSummary, next string, err error)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"io/fs"
 	"mime"
@@ -10,6 +11,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/web"
@@ -80,7 +82,21 @@ func (s *Server) preloads(r *http.Request) (preload, boot []string) {
 	}
 	if u, err := s.st.UserByName(r.Context(), owner); err == nil {
 		if d, err := s.st.DatasetByName(r.Context(), u.ID, name); err == nil {
-			boot = append(boot, "/api/v1/datasets/"+url.PathEscape(d.ID)+"/traces?limit="+strconv.Itoa(firstTraces))
+			list := "/api/v1/datasets/" + url.PathEscape(d.ID) + "/traces?limit=" + strconv.Itoa(firstTraces)
+			// In the order the page's URL asks, as api.ts sortQuery
+			// writes it (the default order has no parameters).
+			q := r.URL.Query()
+			sort, desc := q.Get("sort"), q.Get("order") == "desc"
+			if (sort != "" && sort != store.SortTime) || desc {
+				if sort == "" {
+					sort = store.SortTime
+				}
+				list += "&sort=" + url.QueryEscape(sort)
+				if desc {
+					list += "&order=desc"
+				}
+			}
+			boot = append(boot, list)
 		}
 	}
 	return nil, boot
@@ -150,6 +166,49 @@ const (
 type uiFiles struct {
 	files fs.FS
 	index []byte // nil when the UI was not built
+	// gz holds the gzip encodings of the files asked for (assets are
+	// immutable: each is compressed once).
+	mu sync.Mutex
+	gz map[string][]byte
+}
+
+// acceptsGzip reports whether the request takes a gzip-encoded answer
+// (Accept-Encoding names gzip with no q=0).
+func acceptsGzip(r *http.Request) bool {
+	for part := range strings.SplitSeq(r.Header.Get("Accept-Encoding"), ",") {
+		enc, params, _ := strings.Cut(part, ";")
+		if !strings.EqualFold(strings.TrimSpace(enc), "gzip") {
+			continue
+		}
+		if q, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
+			if v, err := strconv.ParseFloat(strings.TrimSpace(q), 64); err == nil && v == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// gzipMin is the smallest body worth compressing.
+const gzipMin = 1024
+
+// gzipped is b gzip-encoded.
+func gzipped(b []byte) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // a valid level: no error
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
+}
+
+// compressible are the types of the explorer's files worth compressing.
+func compressible(name string) bool {
+	switch path.Ext(name) {
+	case ".js", ".css", ".html", ".svg", ".json", ".map":
+		return true
+	}
+	return false
 }
 
 func newUI(files fs.FS) *uiFiles {
@@ -189,6 +248,18 @@ func (u *uiFiles) page(w http.ResponseWriter, r *http.Request, status int, boot 
 	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
+	h.Add("Vary", "Accept-Encoding")
+	// Compressed: with its boot data (the list's first page), the page is
+	// most of what a dataset's first screen transfers.
+	if len(body) >= gzipMin && acceptsGzip(r) {
+		var buf bytes.Buffer
+		buf.Grow(len(body) / 4)
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression) // per request: the default level, not the best
+		zw.Write(body)
+		zw.Close()
+		body = buf.Bytes()
+		h.Set("Content-Encoding", "gzip")
+	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
@@ -219,6 +290,23 @@ func (u *uiFiles) asset(w http.ResponseWriter, r *http.Request) {
 		h.Set("Cache-Control", "public, max-age=31536000, immutable")
 	} else {
 		h.Set("Cache-Control", "no-cache")
+	}
+	if compressible(name) {
+		h.Add("Vary", "Accept-Encoding")
+		if len(b) >= gzipMin && acceptsGzip(r) {
+			u.mu.Lock()
+			z, ok := u.gz[name]
+			if !ok {
+				z = gzipped(b)
+				if u.gz == nil {
+					u.gz = map[string][]byte{}
+				}
+				u.gz[name] = z
+			}
+			u.mu.Unlock()
+			b = z
+			h.Set("Content-Encoding", "gzip")
+		}
 	}
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)

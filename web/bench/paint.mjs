@@ -3,7 +3,11 @@
 //  - navigation → first event painted and → fully interactive, for traces of
 //    100, 1,000 and 10,000 events made from the tau-bench airline corpus;
 //  - frames over 50 ms while scrolling the 10,000-event trace end to end;
-//  - navigation → first rows painted for a dataset of 100,000 traces.
+//  - navigation → first rows painted for a dataset of 100,000 traces, the
+//    bytes transferred until then (every response: page, script, style,
+//    API answers; Resource Timing transfer sizes), and frames over 50 ms
+//    while scrolling its list (a window height per frame, then jumps as a
+//    dragged scroll bar makes), by index and sorted by cost.
 // Prints a Markdown table; BENCH_REPS sets the repetitions (default 3).
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -121,15 +125,68 @@ try {
   for (let i = 0; i < listSize; i++) lines.push(JSON.stringify([{ role: 'user', content: `question ${i}: where is my bag?` }, { role: 'assistant', content: `answer ${i}` }]));
   await api(srv.base, 'POST', `/datasets/${big.id}/upload?filename=big.jsonl`, lines.join('\n') + '\n', { 'Content-Type': 'application/octet-stream' });
   console.error(`pushed ${listSize} traces in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  const list = [];
-  for (let i = 0; i < reps; i++) {
-    const c = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-    const p = await c.newPage();
-    await p.goto(`${srv.base}/datasets/local/big`);
-    await p.waitForFunction(() => performance.getEntriesByName('lookout:list-painted').length > 0, null, { timeout: 60000 });
-    list.push(await p.evaluate(() => performance.getEntriesByName('lookout:list-painted')[0].startTime));
-    // and a jump to the end of the list
-    await c.close();
+  const listRuns = {};
+  for (const [label, query] of [
+    ['by index', ''],
+    ['sorted by cost, desc', '?sort=cost&order=desc'],
+  ]) {
+    const paint = [];
+    const bytes = [];
+    const requests = [];
+    let scrollRes;
+    for (let i = 0; i < reps; i++) {
+      const c = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+      const p = await c.newPage();
+      await p.goto(`${srv.base}/datasets/local/big${query}`);
+      await p.waitForFunction(() => performance.getEntriesByName('lookout:list-painted').length > 0, null, { timeout: 60000 });
+      // Every response that ended before the first rows were painted:
+      // the page (with its embedded first page of rows), script, style
+      // and API answers, as transferred (compressed, with headers).
+      const m = await p.evaluate(() => {
+        const at = performance.getEntriesByName('lookout:list-painted')[0].startTime;
+        const nav = performance.getEntriesByType('navigation')[0];
+        const res = performance.getEntriesByType('resource').filter((e) => e.responseEnd <= at);
+        return { at, bytes: nav.transferSize + res.reduce((n, e) => n + e.transferSize, 0), requests: 1 + res.length, rows: document.querySelectorAll('.trow[data-trace]').length };
+      });
+      if (!m.rows) throw new Error('no rows painted');
+      paint.push(m.at);
+      bytes.push(m.bytes);
+      requests.push(m.requests);
+      if (i === reps - 1) {
+        // Scroll: a window height per frame for 300 frames, then 40
+        // jumps to random places (a dragged scroll bar), each frame timed.
+        scrollRes = await p.evaluate(
+          () =>
+            new Promise((done) => {
+              const el = document.querySelector('.trace-list');
+              const frames = [];
+              let last = performance.now();
+              let k = 0;
+              let seed = 7;
+              const rnd = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+              const tick = (now) => {
+                frames.push(now - last);
+                last = now;
+                if (++k > 340) {
+                  done({ frames, height: el.scrollHeight });
+                  return;
+                }
+                if (k <= 300) el.scrollTop += el.clientHeight;
+                else el.scrollTop = Math.floor(rnd() * (el.scrollHeight - el.clientHeight));
+                requestAnimationFrame(tick);
+              };
+              requestAnimationFrame(tick);
+            }),
+        );
+        // The rows at the last place arrive (no placeholder left).
+        const t = Date.now();
+        await p.waitForFunction(() => document.querySelectorAll('.trow[data-trace]').length > 0 && !document.querySelector('.trow.placeholder'), null, { timeout: 30000 });
+        scrollRes.settle = Date.now() - t;
+      }
+      await c.close();
+    }
+    const fr = scrollRes.frames.slice(1);
+    listRuns[label] = { paint: median(paint), bytes: median(bytes), requests: median(requests), slow: fr.filter((f) => f > 50).length, late: fr.filter((f) => f > 34).length, longest: Math.max(...fr), medianFrame: median(fr), frames: fr.length, settle: scrollRes.settle };
   }
 
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
@@ -138,7 +195,11 @@ try {
   console.log('|---|---|---|');
   for (const r of rows) console.log(`| ${r.n.toLocaleString('en')} events | ${ms(r.first)} | ${ms(r.ready)} |`);
   console.log(`\nScrolling the 10,000-event trace end to end (${Math.round(scroll.height).toLocaleString('en')} px, one window height per frame, ${scroll.frames.length} frames in ${ms(scroll.total)}): ${slow.length} frames over 50 ms, ${late.length} over 34 ms (longest ${ms(Math.max(...scroll.frames.slice(1)))}, median ${ms(median(scroll.frames.slice(1)))}).`);
-  console.log(`\nDataset list of ${listSize.toLocaleString('en')} traces: first rows painted ${ms(median(list))} after navigation.`);
+  console.log(`\nDataset list of ${listSize.toLocaleString('en')} traces:\n`);
+  console.log('| list | first rows painted | transferred until then | requests | frames over 50 ms scrolling (over 34 ms; longest; median) | rows in place after the last jump |');
+  console.log('|---|---|---|---|---|---|');
+  for (const [label, r] of Object.entries(listRuns))
+    console.log(`| ${label} | ${ms(r.paint)} | ${(r.bytes / 1024).toFixed(1)} KB | ${r.requests} | ${r.slow} of ${r.frames} (${r.late}; ${ms(r.longest)}; ${ms(r.medianFrame)}) | ${ms(r.settle)} |`);
 } finally {
   await browser.close();
   await srv.stop();

@@ -100,15 +100,25 @@ export const FIRST_TRACES = 200;
  * page of its traces. */
 export interface OpenedDataset {
   datasets: Dataset[];
-  first: { traces: TraceSummary[]; next: string } | null;
+  /** sort is the order the first page is in ("key desc", as
+   * useTraceList keys it). */
+  first: { traces: TraceSummary[]; next: string; sort?: string } | null;
 }
 
 const prefetchedDatasets = new Map<string, Promise<OpenedDataset>>();
 
 function openDataset(owner: string, name: string): Promise<OpenedDataset> {
+  // In the order the page's URL asks (?sort=, ?order=), as the server
+  // embeds it in the page.
+  const sort = parseSort(location.search);
   return api.datasets({ owner, name }).then(async (datasets) => ({
     datasets,
-    first: datasets.length ? await api.traces(datasets[0].id, '', FIRST_TRACES).catch(() => null) : null,
+    first: datasets.length
+      ? await api.traces(datasets[0].id, '', FIRST_TRACES, sort).then(
+          (r) => ({ ...r, sort: `${sort.key} ${sort.desc}` }),
+          () => null,
+        )
+      : null,
   }));
 }
 

@@ -37,7 +37,7 @@ export interface TraceList {
   /** For the virtual list: rows first..last are in view. */
   onRange: (first: number, last: number) => void;
   /** seed sets the dataset's size and its first page of traces. */
-  seed: (total: number, first: { traces: TraceSummary[] } | null) => void;
+  seed: (total: number, first: { traces: TraceSummary[]; sort?: string } | null) => void;
   /** refresh fetches the summaries of the rows in view again (their
    * annotations and violations changed: a policy ran over the dataset);
    * the rows shown stay until the new ones arrive. */
@@ -157,8 +157,8 @@ export function useTraceList(
     seed: (total, first) => {
       rows.current = new Array(total);
       stale.current.clear();
-      // The first page prefetched is in index order.
-      if (first && !sorted(sortRef.current)) {
+      // The first page prefetched, when it is in the order shown.
+      if (first && (first.sort ?? 'time false') === seenSort.current) {
         first.traces.forEach((t, k) => (rows.current[k] = t));
         loading.current.add(0);
       }
