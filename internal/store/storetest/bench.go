@@ -61,7 +61,10 @@ func BenchAddTraces(b *testing.B, open func(tb testing.TB) store.Store) {
 // BenchReads stores n traces (the tau-bench traces over and over, each with
 // metadata of its own) in one dataset, then measures single reads one at a
 // time: "get" reads a random trace, "list" a page of 100 summaries at a
-// random place. Both report p50 and p99 latency in milliseconds.
+// random place; "sorted-first" the first page of 100 sorted by duration,
+// tokens, cost, violations or a score (in turn, descending), "sorted-at"
+// such a page at a random offset (as an explorer scrolled far down asks).
+// All report p50 and p99 latency in milliseconds.
 func BenchReads(b *testing.B, open func(tb testing.TB) store.Store, n int) {
 	tau := TauBench(b)
 	st := open(b)
@@ -82,6 +85,10 @@ func BenchReads(b *testing.B, open func(tb testing.TB) store.Store, n int) {
 			if k%10 == 0 {
 				batch[i].Annotations = []store.Annotation{{Address: "messages[0]", Content: "note", Source: "user"}}
 			}
+			if k%7 == 0 {
+				// A policy's results, for the sort by violations.
+				batch[i].Annotations = append(batch[i].Annotations, store.Annotation{Address: "messages[0]", Content: "violation", Source: "analyzer"})
+			}
 		}
 		got, err := st.AddTraces(ctx, u.ID, d.ID, batch)
 		if err != nil {
@@ -90,6 +97,18 @@ func BenchReads(b *testing.B, open func(tb testing.TB) store.Store, n int) {
 		ids = append(ids, got...)
 	}
 	b.Logf("stored %d traces in %v", n, time.Since(start).Round(time.Millisecond))
+	// A score on every trace, for the sort by score.
+	start = time.Now()
+	for i := 0; i < len(ids); i += batchSize {
+		var scores []store.Score
+		for k, id := range ids[i:min(i+batchSize, len(ids))] {
+			scores = append(scores, store.Score{TraceID: id, Criterion: "quality", Value: json.RawMessage(fmt.Sprint(float64((i+k)*37%101) / 100)), Source: "code"})
+		}
+		if _, err := st.AddScores(ctx, scores); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("scored %d traces in %v", n, time.Since(start).Round(time.Millisecond))
 	// Real cursors: the ones a client walking the list is given.
 	cursors := []string{""}
 	for c := ""; ; {
@@ -132,6 +151,36 @@ func BenchReads(b *testing.B, open func(tb testing.TB) store.Store, n int) {
 		}
 		reportLatency(b, lat)
 	})
+	sorts := []string{store.SortDuration, store.SortTokens, store.SortCost, store.SortViolations, store.SortScore + ":quality"}
+	// The first sorted list of a dataset checks once that every trace has
+	// its summary row (sqlstore.fillDataset): not what is measured.
+	if _, _, err := st.ListTraces(ctx, d.ID, store.Page{Sort: store.SortTokens, Limit: 1}); err != nil {
+		b.Fatal(err)
+	}
+	for _, at := range []bool{false, true} {
+		name := "sorted-first"
+		if at {
+			name = "sorted-at"
+		}
+		b.Run(name, func(b *testing.B) {
+			var lat []time.Duration
+			k := 0
+			for b.Loop() {
+				p := store.Page{Sort: sorts[k%len(sorts)], Desc: true, Limit: 100}
+				k++
+				if at {
+					p.Offset = rand.IntN(n - 100)
+				}
+				t0 := time.Now()
+				items, _, err := st.ListTraces(ctx, d.ID, p)
+				lat = append(lat, time.Since(t0))
+				if err != nil || len(items) != 100 {
+					b.Fatalf("%+v: %d items, %v", p, len(items), err)
+				}
+			}
+			reportLatency(b, lat)
+		})
+	}
 }
 
 func reportLatency(b *testing.B, lat []time.Duration) {
