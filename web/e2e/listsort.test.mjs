@@ -102,8 +102,14 @@ function expected(key, desc) {
 
 /** firstRows are the trace ids of the list's first n rows once loaded. */
 async function firstRows(n) {
-  await page.waitForFunction((n) => document.querySelectorAll('.trow[data-trace]').length >= n && !document.querySelector('.trow.placeholder'), n, { timeout: 10000 });
-  return (await page.$$eval('.trow[data-trace]', (rs) => rs.map((r) => r.getAttribute('data-trace')))).slice(0, n);
+  await page.waitForFunction((n) => document.querySelectorAll('.trow[data-trace]').length >= n && document.querySelector('.vl-row[data-i="0"] .trow[data-trace]') && !document.querySelector('.trow.placeholder'), n, { timeout: 10000 });
+  const rows = await page.$$eval('.vl-row', (rs) =>
+    rs
+      .sort((a, b) => Number(a.dataset.i) - Number(b.dataset.i))
+      .map((r) => r.querySelector('.trow')?.getAttribute('data-trace'))
+      .filter(Boolean),
+  );
+  return rows.slice(0, n);
 }
 
 async function clickHeader(key) {
@@ -148,8 +154,14 @@ describe('sortable list columns, verdict columns and score/verdict search (issue
     await page.locator('.trow[data-trace]').first().waitFor();
     assert.deepEqual(await firstRows(15), expected('cost', true).slice(0, 15), 'cost desc after a reload');
     await page.$eval('.trace-list', (el) => (el.scrollTop = el.scrollHeight));
-    await page.waitForFunction(() => !document.querySelector('.trow.placeholder'));
-    const last = await page.$$eval('.trow[data-trace]', (rs) => rs.map((r) => r.getAttribute('data-trace')));
+    // The last row is rendered, and no row is waiting for its page.
+    await page.waitForFunction(() => document.querySelector('.vl-row[data-i="199"] .trow[data-trace]') && !document.querySelector('.trow.placeholder'));
+    const last = await page.$$eval('.vl-row', (rs) =>
+      rs
+        .sort((a, b) => Number(a.dataset.i) - Number(b.dataset.i))
+        .map((r) => r.querySelector('.trow')?.getAttribute('data-trace'))
+        .filter(Boolean),
+    );
     const want = expected('cost', true);
     assert.deepEqual(last.slice(-5), want.slice(-5), 'the last rows by cost');
     // j/k move through the sorted rows.
