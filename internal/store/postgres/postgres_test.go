@@ -102,3 +102,17 @@ func TestMigrateTraceSummary(t *testing.T) {
 		}
 	})
 }
+
+// TestMigrateListSort: traces stored before migration 20 sort by the keys
+// it takes from their digests, annotations and scores.
+func TestMigrateListSort(t *testing.T) {
+	url, db, p := unmigrated(t)
+	storetest.MigrateListSort(t, p, db, "now()", "true", func() store.Store {
+		st, err := Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}

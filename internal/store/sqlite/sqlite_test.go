@@ -179,3 +179,10 @@ func TestMigrateTraceSummary(t *testing.T) {
 		}
 	})
 }
+
+// TestMigrateListSort: traces stored before migration 20 sort by the keys
+// it takes from their digests, annotations and scores.
+func TestMigrateListSort(t *testing.T) {
+	path, db, p := unmigrated(t)
+	storetest.MigrateListSort(t, p, db, "0", "1", func() store.Store { return openStore(t, path) })
+}

@@ -1,14 +1,19 @@
 package storetest
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/pressly/goose/v3"
 
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/testcorpus"
@@ -328,5 +333,87 @@ func (e *env) listSorted(datasetID, sort string, desc bool, limit int) []string 
 			return ids
 		}
 		cursor = next
+	}
+}
+
+// MigrateListSort checks migration 20 on traces stored before it: summary
+// rows get their dataset, index and sort keys from their digest, the
+// violation count from the annotations, score_keys from the current scores,
+// and a trace with no summary row (stored before migration 18) is listed
+// in a sorted list once its digest is computed. p migrates db as in
+// MigratePolicyMode; now is the SQL of a time, true of a true boolean.
+func MigrateListSort(t *testing.T, p *goose.Provider, db *sql.DB, now, trueSQL string, open func() store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := p.UpTo(ctx, 19); err != nil {
+		t.Fatal(err)
+	}
+	const user, dataset = "00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"
+	tr := []string{"00000000-0000-7000-8000-000000000010", "00000000-0000-7000-8000-000000000011", "00000000-0000-7000-8000-000000000012"}
+	old := &trace.Trace{Events: []trace.Event{{Role: "user", Content: trace.TextContent("book a flight")}}}
+	content := strings.ReplaceAll(string(trace.AppendTrace(nil, old)), "'", "''")
+	qs := []string{
+		`INSERT INTO users (id, name, created_at) VALUES ('` + user + `', 'alice', ` + now + `)`,
+		`INSERT INTO datasets (id, owner_id, name, created_at) VALUES ('` + dataset + `', '` + user + `', 'd', ` + now + `)`,
+	}
+	for i, id := range tr {
+		qs = append(qs, fmt.Sprintf(`INSERT INTO traces (id, dataset_id, owner_id, idx, event_count, created_at, encoding, content) VALUES ('%s', '%s', '%s', %d, 1, %s, 0, '%s')`,
+			id, dataset, user, i, now, content))
+	}
+	qs = append(qs,
+		// Trace 0: tokens in and out, spans over 3 s; trace 2: a total
+		// only; trace 1: no summary row at all.
+		`INSERT INTO trace_summaries (trace_id, summary) VALUES ('`+tr[0]+`', '{"first_user":"book a flight","has_user":true,"input_tokens":5,"output_tokens":7,"has":3,"span_first":1000000,"span_last":4000000}')`,
+		`INSERT INTO trace_summaries (trace_id, summary) VALUES ('`+tr[2]+`', '{"first_user":"book a flight","has_user":true,"total_tokens":40,"has":4}')`,
+	)
+	for i, a := range []struct {
+		trace int
+		src   string
+	}{{0, "analyzer"}, {0, "analyzer"}, {1, "analyzer"}, {2, "user"}} {
+		qs = append(qs, fmt.Sprintf(`INSERT INTO annotations (id, trace_id, address, content, source, created_at, updated_at) VALUES ('00000000-0000-7000-8000-0000000000a%d', '%s', 'messages.0', 'v', '%s', %s, %s)`,
+			i, tr[a.trace], a.src, now, now))
+	}
+	for i, s := range []struct {
+		trace   int
+		value   string
+		version int
+		current bool
+	}{{1, "true", 1, true}, {0, "0.9", 1, false}, {0, "0.25", 2, true}} {
+		cur := "NOT " + trueSQL
+		if s.current {
+			cur = trueSQL
+		}
+		qs = append(qs, fmt.Sprintf(`INSERT INTO scores (id, trace_id, criterion, value, source, version, current, created_at) VALUES ('00000000-0000-7000-8000-0000000000b%d', '%s', 'q', '%s', 'code', %d, %s, %s)`,
+			i, tr[s.trace], s.value, s.version, cur, now))
+	}
+	for _, q := range qs {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := open()
+	for _, c := range []struct {
+		sort string
+		want []int64
+	}{
+		{"tokens", []int64{2, 0, 1}},
+		{"duration", []int64{0, 2, 1}},
+		{"violations", []int64{0, 1, 2}},
+		{"score:q", []int64{1, 0, 2}},
+	} {
+		items, _, err := st.ListTraces(ctx, dataset, store.Page{Sort: c.sort, Desc: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, it := range items {
+			got = append(got, it.Index)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("sort %s desc after the migration: %v, want %v", c.sort, got, c.want)
+		}
 	}
 }
