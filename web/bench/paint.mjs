@@ -125,6 +125,14 @@ try {
   for (let i = 0; i < listSize; i++) lines.push(JSON.stringify([{ role: 'user', content: `question ${i}: where is my bag?` }, { role: 'assistant', content: `answer ${i}` }]));
   await api(srv.base, 'POST', `/datasets/${big.id}/upload?filename=big.jsonl`, lines.join('\n') + '\n', { 'Content-Type': 'application/octet-stream' });
   console.error(`pushed ${listSize} traces in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  // The search index is written in the background after a push; a search
+  // indexes what is still queued first. Measured after it, so that the
+  // indexer's work does not land in the list's frames.
+  {
+    const t1 = Date.now();
+    const r = await api(srv.base, 'GET', `/datasets/${big.id}/search?q=bag&limit=1`);
+    console.error(`search index caught up in ${((Date.now() - t1) / 1000).toFixed(1)} s (${r.total} traces match)`);
+  }
   const listRuns = {};
   for (const [label, query] of [
     ['by index', ''],
