@@ -384,9 +384,9 @@ func TestReplicasKeyRevoked(t *testing.T) {
 }
 
 // TestReplicasLoginLimit: failed logins are limited across the replicas,
-// not per replica: ten failures from one address, spread over three
-// replicas, make every replica refuse the next attempt (429), where each
-// replica alone would allow ten (issue 22).
+// not per replica: guesses sent to replicas 1 and 2 only make replica 0,
+// which saw none itself, refuse the next attempt (429), even with the right
+// password (issue 22). Alone, replica 0 would let it in every time.
 func TestReplicasLoginLimit(t *testing.T) {
 	db := pgtest.URL(t)
 	if code, out, errOut := runCLI(t, "correct horse battery\n", "user", "create", "--db", db, "ana"); code != 0 {
@@ -402,23 +402,19 @@ func TestReplicasLoginLimit(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	const perAddress = 10 // the server's burst of failures from one address
-	for i := range perAddress {
-		if got := login(i%3, "wrong"); got != 401 {
-			t.Fatalf("failed login %d on replica %d: %d, want 401", i, i%3, got)
+	// The burst from one address is 10 failures; each refills in 6 s, so
+	// on a slow host a few more guesses may be needed.
+	for guess := 0; ; guess++ {
+		if got := login(1+guess%2, "wrong"); got != 401 && got != 429 {
+			t.Fatalf("guess %d on replica %d: %d, want 401 or 429", guess, 1+guess%2, got)
 		}
-	}
-	for r := range replicas {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			got := login(r, "correct horse battery")
-			if got == 429 {
-				break
-			}
-			if got != 200 && got != 401 || time.Now().After(deadline) {
-				t.Fatalf("replica %d after %d failures through all replicas: %d, want 429 within 10 s", r, perAddress, got)
-			}
-			time.Sleep(20 * time.Millisecond)
+		switch got := login(0, "correct horse battery"); {
+		case got == 429:
+			return
+		case got != 200:
+			t.Fatalf("the right password on replica 0 after %d guesses elsewhere: %d", guess+1, got)
+		case guess == 40:
+			t.Fatalf("replica 0 still lets the right password in after %d guesses on the other replicas", guess+1)
 		}
 	}
 }
@@ -576,7 +572,7 @@ func TestReplicasEvalRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // generous: CI runs packages side by side
 	for {
 		r, err := clients[2].EvalRun(ctx, run.ID)
 		if err != nil {
@@ -586,7 +582,7 @@ func TestReplicasEvalRun(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the second run made no progress in 20 s")
+			t.Fatal("the second run made no progress in 60 s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -604,7 +600,7 @@ func TestReplicasEvalRun(t *testing.T) {
 			calls, stable = n, 0
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the judge was still asked 20 s after the second run's start")
+			t.Fatal("the judge was still asked 60 s after the second run's start")
 		}
 	}
 	r, err := clients[1].EvalRun(ctx, run.ID)
