@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/search"
@@ -101,7 +102,13 @@ type Digest struct {
 	FirstUser string
 	ToolCalls int // tool calls of the events
 	Usage     Usage
+	// Tools counts the tool calls by tool name ("" for calls with none)
+	// and, of them, those whose output reads as an error (ToolError).
+	Tools map[string]ToolStats
 }
+
+// ToolStats are a tool's calls and errors.
+type ToolStats struct{ Calls, Errors int }
 
 // MaxFirstUser is how many UTF-16 code units of the first user message a
 // Digest keeps.
@@ -121,6 +128,23 @@ type Usage struct {
 	Unpriced int
 	ByModel  map[string]ModelTokens
 	Bounds   usage.Bounds
+	// Models is every span that counts in the totals by model ("" for
+	// spans with none): tokens in and out and the cost recorded (ByModel
+	// is the part with no cost recorded, to price).
+	Models map[string]ModelUsage
+	// LLMLatency is a histogram of the latencies of the spans with a
+	// model (model calls), as recorded or else from the span's times:
+	// bucket k (LatencyBucket) counts latencies from 2^(k/4) ms up to
+	// 2^((k+1)/4) ms.
+	LLMLatency map[int]int
+}
+
+// ModelUsage is what a model's spans used, with the cost their sources
+// recorded.
+type ModelUsage struct {
+	Input, Output int64
+	Cost          float64
+	Spans         int
 }
 
 // ModelTokens are a model's tokens in and out over Spans spans.
@@ -715,4 +739,18 @@ type Benchmarks interface {
 	// BenchmarkResults lists a benchmark version's results, best accuracy
 	// first (newest first among equals).
 	BenchmarkResults(ctx context.Context, benchmarkID string) ([]BenchmarkResult, error)
+}
+
+// LatencyBucket is the bucket of Usage.LLMLatency that counts d: four a
+// doubling, from 2^(k/4) ms up to 2^((k+1)/4) ms (a microsecond or less
+// counts as a microsecond).
+func LatencyBucket(d time.Duration) int {
+	ms := max(float64(d)/float64(time.Millisecond), 0.001)
+	return int(math.Floor(4 * math.Log2(ms)))
+}
+
+// LatencyOfBucket is the middle of bucket k of Usage.LLMLatency
+// (geometric: within 9% of every latency it counts).
+func LatencyOfBucket(k int) time.Duration {
+	return time.Duration(math.Exp2((float64(k)+0.5)/4) * float64(time.Millisecond))
 }
