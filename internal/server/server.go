@@ -130,6 +130,7 @@ type serverStore interface {
 	authStore
 	backlogStore
 	benchmarkStore
+	dashboardStore
 	datasetStore
 	evalStore
 	exportStore
@@ -248,6 +249,8 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/datasets/{id}/upload", s.upload)
 	s.handle("GET /api/v1/datasets/{id}/traces", s.listTraces)
 	s.handle("GET /api/v1/datasets/{id}/export", s.export)
+	s.handle("GET /api/v1/datasets/{id}/dashboard", s.getDashboard)
+	s.handle("GET /api/v1/datasets/{id}/totals", s.getTotals)
 
 	// Search (search.go).
 	s.handle("GET /api/v1/datasets/{id}/search", s.searchDataset)

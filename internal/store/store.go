@@ -407,6 +407,7 @@ type Store interface {
 	Search
 	Benchmarks
 	Conversations
+	Dashboards
 	// Ping fails (ErrUnavailable for a database that cannot be reached)
 	// unless the database answers.
 	Ping(ctx context.Context) error
@@ -753,4 +754,100 @@ func LatencyBucket(d time.Duration) int {
 // (geometric: within 9% of every latency it counts).
 func LatencyOfBucket(k int) time.Duration {
 	return time.Duration(math.Exp2((float64(k)+0.5)/4) * float64(time.Millisecond))
+}
+
+// ---- dashboards ----
+
+// Dashboard is a dataset's figures over a time range, computed from the
+// traces' digests, violations and current scores. A trace's time is its
+// first span's start, else its first event's timestamp, else when it was
+// stored.
+type Dashboard struct {
+	// From and To bound the range (To excluded): as asked, or the first
+	// and last trace's times when not.
+	From, To time.Time
+	// Bucket is the width of Buckets[i], which starts at Start + i*Bucket.
+	Start   time.Time
+	Bucket  time.Duration
+	Buckets []DashboardBucket
+	Totals  DashboardBucket
+	// Models is usage by model ("" for spans with none).
+	Models map[string]DashboardModel
+	// Durations counts the traces with a duration (usage.Bounds) and
+	// gives its 50th, 90th and 99th percentiles (nearest rank).
+	Durations    int
+	DurationPcts [3]time.Duration
+	// LLMLatency adds up the traces' Usage.LLMLatency histograms.
+	LLMLatency map[int]int
+	// Violations counts, by policy id, the traces with a violation of the
+	// policy (an annotation with source "analyzer"; "" for those that
+	// name no policy).
+	Violations map[string]int
+	// Criteria counts, by criterion, the traces whose current boolean
+	// scores all pass, and those with one that fails.
+	Criteria map[string]PassFail
+	Tools    map[string]ToolStats
+}
+
+// DurationPercentiles are the percentiles Dashboard.DurationPcts holds.
+var DurationPercentiles = [3]float64{0.5, 0.9, 0.99}
+
+// DashboardBucket is what the traces of a time bucket used: the cost
+// their sources recorded, and the tokens they did not price, by model.
+type DashboardBucket struct {
+	Traces        int
+	Input, Output int64
+	Cost          float64
+	Unpriced      int // spans with tokens and no cost recorded
+	ByModel       map[string]ModelTokens
+}
+
+// DashboardModel is a model's usage: all its spans, and the part with no
+// cost recorded.
+type DashboardModel struct {
+	ModelUsage
+	Unpriced ModelTokens
+}
+
+// PassFail counts traces that pass and fail.
+type PassFail struct{ Passed, Failed int }
+
+// MaxDashboardBuckets is how many buckets a dashboard has at most.
+const MaxDashboardBuckets = 60
+
+// dashboardBuckets are the bucket widths a dashboard chooses from.
+var dashboardBuckets = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour, 2 * 24 * time.Hour,
+	7 * 24 * time.Hour, 14 * 24 * time.Hour, 30 * 24 * time.Hour, 91 * 24 * time.Hour, 365 * 24 * time.Hour}
+
+// DashboardBuckets chooses the buckets of the range [from, to): the
+// narrowest width of dashboardBuckets that needs at most
+// MaxDashboardBuckets, the first starting at from rounded down to a
+// multiple of the width since 1970.
+func DashboardBuckets(from, to time.Time) (start time.Time, width time.Duration, n int) {
+	span := to.Sub(from)
+	width = dashboardBuckets[len(dashboardBuckets)-1]
+	for _, w := range dashboardBuckets {
+		if span <= w*MaxDashboardBuckets-w { // room for the rounding down
+			width = w
+			break
+		}
+	}
+	start = from.Truncate(width)
+	n = int((to.Sub(start) + width - 1) / width)
+	return start, width, max(n, 1)
+}
+
+// Dashboards computes dashboards.
+type Dashboards interface {
+	// Dashboard computes dataset datasetID's figures.
+	Dashboard(ctx context.Context, datasetID string, q DashboardQuery) (Dashboard, error)
+}
+
+// DashboardQuery asks for a dashboard over [From, To); a zero From or To
+// is the first or last trace's time. TotalsOnly asks for the buckets and
+// totals alone.
+type DashboardQuery struct {
+	From, To   time.Time
+	TotalsOnly bool
 }

@@ -1,0 +1,329 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
+)
+
+// A dashboard is a few aggregates over the dataset's traces in range,
+// read from their digests (trace_summaries, JSON) with the dialect's JSON
+// functions: no trace content is read. Each statement starts from
+// dashRange, the traces of the dataset with their digest and time.
+
+// dashJSON spells, in a dialect, what the dashboard reads of a digest.
+type dashJSON struct {
+	// of is a digest's text as a JSON value; fence keeps the subquery
+	// that parses it from being merged into its users (which would parse
+	// it again for each member read).
+	of, fence string
+	// num(j, key) is the number member key of j; each(j, key) the rows
+	// (key, value) of its object member key; elem(v, i) element i of the
+	// array v, a number; scalar(v) the number v of each's value.
+	num    func(j, key string) string
+	each   func(j, key string) string
+	elem   func(v string, i int) string
+	scalar func(v string) string
+	// micros is a stored time (created_at) in microseconds since 1970.
+	micros func(col string) string
+	// policy is an annotation a's extra.policy_id.
+	policy string
+}
+
+func (d *Dialect) dashJSON() dashJSON {
+	if d.MicrosTime { // SQLite
+		return dashJSON{of: "%s", fence: "LIMIT -1 OFFSET 0",
+			num:    func(j, key string) string { return "json_extract(" + j + ", '$." + key + "')" },
+			each:   func(j, key string) string { return "json_each(" + j + ", '$." + key + "')" },
+			elem:   func(v string, i int) string { return "json_extract(" + v + ", '$[" + strconv.Itoa(i) + "]')" },
+			scalar: func(v string) string { return v },
+			micros: func(col string) string { return col },
+			policy: "json_extract(a.extra, '$.policy_id')"}
+	}
+	return dashJSON{of: "%s::jsonb", fence: "OFFSET 0",
+		num:    func(j, key string) string { return "(" + j + " ->> '" + key + "')::float8" },
+		each:   func(j, key string) string { return "jsonb_each(" + j + " -> '" + key + "')" },
+		elem:   func(v string, i int) string { return "(" + v + " ->> " + strconv.Itoa(i) + ")::float8" },
+		scalar: func(v string) string { return "(" + v + ")::text::float8" },
+		micros: func(col string) string { return "(extract(epoch FROM " + col + ") * 1000000)::bigint" },
+		policy: "(a.extra::jsonb ->> 'policy_id')"}
+}
+
+// dashRange is the WITH clause of table r (id, j: the digest as JSON,
+// st: the trace's time in microseconds, dur: its duration in
+// microseconds or NULL) of dataset $1's traces with st in [$2, $3).
+func (x dashJSON) dashRange() string {
+	n := func(key string) string { return x.num("j", key) }
+	// As usage.Bounds.Duration: the spans' bounds, else the events'.
+	dur := `CASE WHEN ` + n("span_first") + ` IS NOT NULL THEN ` + n("span_last") + ` - ` + n("span_first") + `
+		WHEN ` + n("event_first") + ` IS NOT NULL THEN ` + n("event_last") + ` - ` + n("event_first") + ` END`
+	return `WITH b AS (SELECT t.id AS id, ` + fmt.Sprintf(x.of, "d.summary") + ` AS j, ` + x.micros("t.created_at") + ` AS ct
+		FROM traces t LEFT JOIN trace_summaries d ON d.trace_id = t.id WHERE t.dataset_id = $1 ` + x.fence + `),
+	r AS (SELECT id, j, st, dur FROM (SELECT id, j, CAST(COALESCE(` + n("span_first") + `, ` + n("event_first") + `, ct) AS bigint) AS st,
+		` + dur + ` AS dur FROM b) c WHERE st >= $2 AND st < $3) `
+}
+
+// Dashboard computes dataset datasetID's dashboard (store.Dashboards).
+func (s *Store) Dashboard(ctx context.Context, datasetID string, dq store.DashboardQuery) (store.Dashboard, error) {
+	if err := s.exists(ctx, s.R, "dataset", datasetID); err != nil {
+		return store.Dashboard{}, err
+	}
+	var out store.Dashboard
+	err := s.Read(ctx, func(q Querier) error {
+		var err error
+		out, err = s.dashboard(ctx, q, datasetID, dq)
+		return err
+	})
+	if err != nil {
+		return store.Dashboard{}, s.Fail(ctx, err, "dashboard of dataset %s", datasetID)
+	}
+	return out, nil
+}
+
+func (s *Store) dashboard(ctx context.Context, q Querier, datasetID string, dq store.DashboardQuery) (store.Dashboard, error) {
+	from, to := dq.From, dq.To
+	x := s.D.dashJSON()
+	with := x.dashRange()
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if !from.IsZero() {
+		lo = from.UnixMicro()
+	}
+	if !to.IsZero() {
+		hi = to.UnixMicro()
+	}
+	out := store.Dashboard{From: from, To: to, Models: map[string]store.DashboardModel{}, LLMLatency: map[int]int{},
+		Violations: map[string]int{}, Criteria: map[string]store.PassFail{}, Tools: map[string]store.ToolStats{}}
+	if from.IsZero() || to.IsZero() {
+		var n int64
+		var first, last *int64
+		if err := q.QueryRow(ctx, with+`SELECT count(*), min(st), max(st) FROM r`, datasetID, lo, hi).Scan(&n, &first, &last); err != nil {
+			return out, fmt.Errorf("range: %w", err)
+		}
+		if n == 0 {
+			return out, nil
+		}
+		if from.IsZero() {
+			out.From = storeutil.FromMicros(*first)
+		}
+		if to.IsZero() {
+			out.To = storeutil.FromMicros(*last + 1)
+		}
+	}
+	start, width, nb := store.DashboardBuckets(out.From, out.To)
+	out.Start, out.Bucket, out.Buckets = start, width, make([]store.DashboardBucket, nb)
+	origin, w := start.UnixMicro(), width.Microseconds()
+	bucket := func(b int64) (*store.DashboardBucket, error) {
+		if b < 0 || b >= int64(nb) {
+			return nil, fmt.Errorf("bucket %d of %d", b, nb)
+		}
+		return &out.Buckets[b], nil
+	}
+	n := func(key string) string { return "COALESCE(sum(" + x.num("j", key) + "), 0)" }
+
+	// Traces, tokens and recorded cost by bucket.
+	durations := 0
+	rows, err := q.Query(ctx, with+`SELECT (st - $4) / $5 AS k, count(*), `+n("input_tokens")+`, `+n("output_tokens")+`, `+n("cost")+`, `+n("unpriced")+`,
+		count(CASE WHEN dur >= 0 THEN 1 END) FROM r GROUP BY k`, datasetID, lo, hi, origin, w)
+	err = each(rows, err, func(row Row) error {
+		var k, traces, durs int64
+		var in, outT, cost, unpriced float64
+		if err := row.Scan(&k, &traces, &in, &outT, &cost, &unpriced, &durs); err != nil {
+			return err
+		}
+		b, err := bucket(k)
+		if err != nil {
+			return err
+		}
+		b.Traces, b.Input, b.Output, b.Cost, b.Unpriced = int(traces), int64(in), int64(outT), cost, int(unpriced)
+		durations += int(durs)
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("buckets: %w", err)
+	}
+
+	// Unpriced tokens by bucket and model, to price when read.
+	rows, err = q.Query(ctx, with+`SELECT (st - $4) / $5 AS k, m.key, sum(`+x.elem("m.value", 0)+`), sum(`+x.elem("m.value", 1)+`), sum(`+x.elem("m.value", 2)+`)
+		FROM r, `+x.each("r.j", "by_model")+` m GROUP BY k, m.key`, datasetID, lo, hi, origin, w)
+	err = each(rows, err, func(row Row) error {
+		var k int64
+		var model string
+		var in, o, spans float64
+		if err := row.Scan(&k, &model, &in, &o, &spans); err != nil {
+			return err
+		}
+		b, err := bucket(k)
+		if err != nil {
+			return err
+		}
+		if b.ByModel == nil {
+			b.ByModel = map[string]store.ModelTokens{}
+		}
+		t := store.ModelTokens{Input: int64(in), Output: int64(o), Spans: int(spans)}
+		b.ByModel[model] = t
+		m := out.Models[model]
+		m.Unpriced.Input, m.Unpriced.Output, m.Unpriced.Spans = m.Unpriced.Input+t.Input, m.Unpriced.Output+t.Output, m.Unpriced.Spans+t.Spans
+		out.Models[model] = m
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("unpriced tokens: %w", err)
+	}
+
+	if dq.TotalsOnly {
+		addTotals(&out)
+		return out, nil
+	}
+
+	// Usage by model.
+	rows, err = q.Query(ctx, with+`SELECT m.key, sum(`+x.elem("m.value", 0)+`), sum(`+x.elem("m.value", 1)+`), sum(`+x.elem("m.value", 2)+`), sum(`+x.elem("m.value", 3)+`)
+		FROM r, `+x.each("r.j", "models")+` m GROUP BY m.key`, datasetID, lo, hi)
+	err = each(rows, err, func(row Row) error {
+		var model string
+		var in, o, cost, spans float64
+		if err := row.Scan(&model, &in, &o, &cost, &spans); err != nil {
+			return err
+		}
+		m := out.Models[model]
+		m.Input, m.Output, m.Cost, m.Spans = int64(in), int64(o), cost, int(spans)
+		out.Models[model] = m
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("models: %w", err)
+	}
+
+	// Duration percentiles, by nearest rank.
+	if durations > 0 {
+		var ranks [3]int64
+		for i, p := range store.DurationPercentiles {
+			ranks[i] = max(int64(math.Ceil(p*float64(durations))), 1)
+		}
+		rows, err = q.Query(ctx, with+`SELECT rn, dur FROM (SELECT dur, row_number() OVER (ORDER BY dur) AS rn FROM r WHERE dur >= 0) p
+			WHERE rn IN ($4, $5, $6)`, datasetID, lo, hi, ranks[0], ranks[1], ranks[2])
+		err = each(rows, err, func(row Row) error {
+			var rn int64
+			var dur float64
+			if err := row.Scan(&rn, &dur); err != nil {
+				return err
+			}
+			for i := range ranks {
+				if ranks[i] == rn {
+					out.DurationPcts[i] = time.Duration(dur) * time.Microsecond
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return out, fmt.Errorf("durations: %w", err)
+		}
+		out.Durations = durations
+	}
+
+	// Model-call latencies.
+	rows, err = q.Query(ctx, with+`SELECT h.key, sum(`+x.scalar("h.value")+`) FROM r, `+x.each("r.j", "llm_lat")+` h GROUP BY h.key`, datasetID, lo, hi)
+	err = each(rows, err, func(row Row) error {
+		var key string
+		var c float64
+		if err := row.Scan(&key, &c); err != nil {
+			return err
+		}
+		k, err := strconv.Atoi(key)
+		if err != nil {
+			return fmt.Errorf("latency bucket %q", key)
+		}
+		out.LLMLatency[k] = int(c)
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("latencies: %w", err)
+	}
+
+	// Tools.
+	rows, err = q.Query(ctx, with+`SELECT u.key, sum(`+x.elem("u.value", 0)+`), sum(`+x.elem("u.value", 1)+`) FROM r, `+x.each("r.j", "tools")+` u GROUP BY u.key`, datasetID, lo, hi)
+	err = each(rows, err, func(row Row) error {
+		var name string
+		var calls, errs float64
+		if err := row.Scan(&name, &calls, &errs); err != nil {
+			return err
+		}
+		out.Tools[name] = store.ToolStats{Calls: int(calls), Errors: int(errs)}
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("tools: %w", err)
+	}
+
+	// Violations by policy: traces with one.
+	rows, err = q.Query(ctx, with+`SELECT COALESCE(`+x.policy+`, ''), count(DISTINCT a.trace_id) FROM r JOIN annotations a ON a.trace_id = r.id
+		WHERE a.source = 'analyzer' GROUP BY 1`, datasetID, lo, hi)
+	err = each(rows, err, func(row Row) error {
+		var policy string
+		var c int64
+		if err := row.Scan(&policy, &c); err != nil {
+			return err
+		}
+		out.Violations[policy] = int(c)
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("violations: %w", err)
+	}
+
+	// Criteria: as the evaluation summary counts a boolean criterion, a
+	// trace passes when each of its current scores of it passes.
+	rows, err = q.Query(ctx, with+`SELECT criterion, sum(CASE WHEN f = 0 THEN 1 ELSE 0 END), sum(CASE WHEN f > 0 THEN 1 ELSE 0 END)
+		FROM (SELECT s.criterion AS criterion, sum(CASE WHEN s.value = 'false' THEN 1 ELSE 0 END) AS f
+			FROM r JOIN scores s ON s.trace_id = r.id WHERE s.current AND s.value IN ('true', 'false') GROUP BY s.criterion, s.trace_id) c
+		GROUP BY criterion`, datasetID, lo, hi)
+	err = each(rows, err, func(row Row) error {
+		var name string
+		var pass, fail int64
+		if err := row.Scan(&name, &pass, &fail); err != nil {
+			return err
+		}
+		out.Criteria[name] = store.PassFail{Passed: int(pass), Failed: int(fail)}
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("criteria: %w", err)
+	}
+
+	addTotals(&out)
+	return out, nil
+}
+
+// addTotals sets d's totals, the sum of its buckets.
+func addTotals(d *store.Dashboard) {
+	for i := range d.Buckets {
+		b, t := &d.Buckets[i], &d.Totals
+		t.Traces, t.Input, t.Output, t.Cost, t.Unpriced = t.Traces+b.Traces, t.Input+b.Input, t.Output+b.Output, t.Cost+b.Cost, t.Unpriced+b.Unpriced
+		for m, mt := range b.ByModel {
+			if t.ByModel == nil {
+				t.ByModel = map[string]store.ModelTokens{}
+			}
+			x := t.ByModel[m]
+			x.Input, x.Output, x.Spans = x.Input+mt.Input, x.Output+mt.Output, x.Spans+mt.Spans
+			t.ByModel[m] = x
+		}
+	}
+}
+
+// each calls fn with every row.
+func each(rows Rows, err error, fn func(Row) error) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
