@@ -34,6 +34,11 @@
 //	                                                   with Accept: text/event-stream)
 //	GET    /api/v1/datasets/{id}/traces                its traces by index, a page at a time (?limit= ?cursor=)
 //	GET    /api/v1/datasets/{id}/export                the dataset as JSONL (?format=invariant|canonical)
+//	GET    /api/v1/datasets/{id}/dashboard             its figures over ?from= ?to= (RFC 3339, empty: its first or last
+//	                                                   trace): traces, tokens and cost by time bucket and by model,
+//	                                                   duration and model-call latency percentiles, violations by
+//	                                                   policy, pass rate by criterion, tool calls and errors by tool
+//	GET    /api/v1/datasets/{id}/totals                its traces, tokens in and out and cost (?from= ?to= as above)
 //	GET    /api/v1/datasets/{id}/search                search its traces (?q= ?cursor= ?limit= ?count_cap=)
 //	GET    /api/v1/traces/{id}/hits                    where a query matches in one trace (?q=)
 //	GET    /api/v1/traces/{id}                         one trace as canonical JSON (?format=invariant; ?usage=1 adds

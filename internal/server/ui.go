@@ -31,6 +31,7 @@ var uiPages = []string{
 	"GET /{$}",
 	"GET /datasets/{owner}/{name}",
 	"GET /datasets/{owner}/{name}/sessions/{session}",
+	"GET /datasets/{owner}/{name}/dashboard",
 	"GET /traces/{id}",
 }
 

@@ -4,10 +4,10 @@
 // any-agent OpenTelemetry files. What each check expects is computed here
 // from the corpus files and the scores this test posts, not by Lookout.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { api, createDataset, shared, shot, uploadFile, openPage } from './harness.mjs';
+import { api, createDataset, openPage, repo, screenshots, shared, shot, uploadFile } from './harness.mjs';
 
 const otel = join(shared, 'corpus', 'otel');
 // One file a trace, uploaded in this order: the index of each is its place.
@@ -136,6 +136,7 @@ describe('sessions and users', () => {
     assert.deepEqual(got, want);
     assert.equal(await page.locator('.session-count').textContent(), `${group.length} traces · user ${group[0].user}`);
     await shot(page, 'session-view');
+    copyFileSync(join(screenshots, 'session-view.png'), join(repo, 'docs', 'explorer-session.png')); // README's picture
     // Its second trace opens, and ] steps to the session's next one.
     const at = (k) => group.find((r) => String(r.index) === want[k]).id;
     await page.locator('.session-trace a').nth(1).click();

@@ -154,6 +154,10 @@ export const api = {
     return (await request<{ datasets: Dataset[] }>('GET', '/datasets' + (qs ? '?' + qs : ''))).datasets;
   },
   dataset: (id: string) => request<Dataset>('GET', `/datasets/${enc(id)}`),
+  /** dashboard is a dataset's figures over [from, to) (ISO times; '' open). */
+  dashboard: (id: string, from = '', to = '') => request<Dashboard>('GET', `/datasets/${enc(id)}/dashboard?from=${enc(from)}&to=${enc(to)}`),
+  /** totals are a dataset's traces, tokens and cost. */
+  totals: (id: string) => request<DashUsage>('GET', `/datasets/${enc(id)}/totals`),
   createDataset: (name: string, isPublic = false) => request<Dataset>('POST', '/datasets', { name, public: isPublic }),
   /** setPublic shares a dataset with everyone, or makes it private again. */
   setPublic: (id: string, isPublic: boolean) => request<Dataset>('PATCH', `/datasets/${enc(id)}`, { public: isPublic }),
@@ -385,4 +389,39 @@ export function sortQuery(s?: ListSort | null): string {
 export function parseSort(search: string): ListSort {
   const p = new URLSearchParams(search);
   return { key: p.get('sort') || 'time', desc: p.get('order') === 'desc' };
+}
+
+/** DashUsage is tokens and cost of a time bucket, a model or a dataset
+ * (GET /datasets/{id}/dashboard, /totals). */
+export interface DashUsage {
+  start?: string;
+  traces?: number;
+  model?: string;
+  spans?: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number;
+  cost_estimated: number;
+  unpriced_spans: number;
+}
+
+export interface Percentiles {
+  count: number;
+  p50: number | null;
+  p90: number | null;
+  p99: number | null;
+}
+
+export interface Dashboard {
+  from: string | null;
+  to: string | null;
+  bucket_seconds: number;
+  totals: DashUsage;
+  buckets: DashUsage[];
+  models: DashUsage[];
+  duration_ms: Percentiles;
+  llm_latency_ms: Percentiles;
+  policies: { id: string; name: string; traces: number; rate: number }[];
+  criteria: { criterion: string; passed: number; failed: number; rate: number | null }[];
+  tools: { name: string; calls: number; errors: number; error_rate: number }[];
 }

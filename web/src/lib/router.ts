@@ -6,6 +6,7 @@ export type Route =
   | { page: 'dataset'; owner: string; name: string }
   | { page: 'trace'; id: string }
   | { page: 'session'; owner: string; name: string; session: string }
+  | { page: 'dashboard'; owner: string; name: string }
   | { page: 'notfound'; path: string };
 
 export function parseRoute(path: string): Route {
@@ -14,6 +15,7 @@ export function parseRoute(path: string): Route {
   if ((m = path.match(/^\/datasets\/([^/]+)\/([^/]+)\/?$/))) return { page: 'dataset', owner: decodeURIComponent(m[1]), name: decodeURIComponent(m[2]) };
   if ((m = path.match(/^\/datasets\/([^/]+)\/([^/]+)\/sessions\/([^/]+)\/?$/)))
     return { page: 'session', owner: decodeURIComponent(m[1]), name: decodeURIComponent(m[2]), session: decodeURIComponent(m[3]) };
+  if ((m = path.match(/^\/datasets\/([^/]+)\/([^/]+)\/dashboard\/?$/))) return { page: 'dashboard', owner: decodeURIComponent(m[1]), name: decodeURIComponent(m[2]) };
   if ((m = path.match(/^\/traces\/([^/]+)\/?$/))) return { page: 'trace', id: decodeURIComponent(m[1]) };
   return { page: 'notfound', path };
 }

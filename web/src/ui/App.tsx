@@ -3,6 +3,7 @@ import { api } from '../lib/api';
 import { onLinkClick, parseRoute, useLocation } from '../lib/router';
 import { effectiveTheme, toggleTheme } from '../lib/theme';
 import type { Me } from '../lib/types';
+import { DashboardPage } from './DashboardPage';
 import { DatasetPage } from './DatasetPage';
 import { Home } from './Home';
 import { NotFound } from './common';
@@ -33,6 +34,7 @@ export function App() {
         {route.page === 'home' && <Home me={me} />}
         {route.page === 'dataset' && <DatasetPage key={route.owner + '/' + route.name} owner={route.owner} name={route.name} search={loc.search} me={me} />}
         {route.page === 'session' && <SessionPage key={route.owner + '/' + route.name + '/' + route.session} owner={route.owner} name={route.name} session={route.session} me={me} />}
+        {route.page === 'dashboard' && <DashboardPage key={route.owner + '/' + route.name} owner={route.owner} name={route.name} me={me} />}
         {route.page === 'trace' && <TracePage key={route.id} id={route.id} hash={loc.hash} search={loc.search} me={me} />}
         {route.page === 'notfound' && (
           <NotFound title="Not found" me={me}>

@@ -2,13 +2,14 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, parseSort, sortQuery, type ListSort } from '../lib/api';
 import { rememberList, tracePath } from '../lib/listmemory';
-import { navigate } from '../lib/router';
+import { datasetPath, navigate } from '../lib/router';
 import { SESSION_KEYS, sessionOf, sessionPath } from '../lib/session';
 import type { SearchBackend } from '../lib/search';
 import { serverSearch } from '../lib/serversearch';
 import type { Me, TraceSummary } from '../lib/types';
 import { costTitle, fmtCost } from '../lib/usage';
 import { copyText, fmtInt, fmtTime, NotFound, scalar } from './common';
+import { DatasetTotals } from './DatasetTotals';
 import { EvalPanel } from './EvalPanel';
 import { useDataset, useEvalStatus } from './hooks/useDataset';
 import { useDatasetSearch, type Hit } from './hooks/useDatasetSearch';
@@ -233,6 +234,10 @@ export function DatasetPage(props: { owner: string; name: string; search: string
         <span class="muted">
           {fmtInt(ds.trace_count)} traces · created {fmtTime(ds.created_at)} · last pushed {fmtTime(ds.last_pushed)}
         </span>
+        <DatasetTotals id={ds.id} />
+        <a class="small dashboard-link" href={`${datasetPath(ds.owner, ds.name)}/dashboard`}>
+          Dashboard
+        </a>
         <button type="button" class="small" onClick={() => copyText(shareLink).then((ok) => setCopied(ok ? 'link copied' : shareLink))}>
           Copy link
         </button>
