@@ -17,14 +17,21 @@ import (
 // violation and one in five a score. "all" is the whole dataset, "week"
 // its last 7 days, "totals" the totals alone; each reports p50 and p99.
 func BenchDashboard(b *testing.B, open func(tb testing.TB) store.Store, n int) {
-	tau := TauBench(b)
 	st := open(b)
-	ctx := context.Background()
 	u, d := benchDataset(b, st)
+	start := time.Now()
+	FillDashboard(b, st, u.ID, d.ID, n)
+	b.Logf("stored %d traces in %v", n, time.Since(start).Round(time.Millisecond))
+	RunDashboard(b, st, d.ID, n)
+}
+
+// FillDashboard stores BenchDashboard's n traces in dataset datasetID.
+func FillDashboard(b testing.TB, st store.Store, userID, datasetID string, n int) {
+	tau := TauBench(b)
+	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	step := 30 * 24 * time.Hour / time.Duration(n)
 	models := []string{"gpt-4o", "gpt-4o-mini", "claude-sonnet-4"}
-	start := time.Now()
 	var ids []string
 	for len(ids) < n {
 		batch := make([]store.NewTrace, min(1000, n-len(ids)))
@@ -42,7 +49,7 @@ func BenchDashboard(b *testing.B, open func(tb testing.TB) store.Store, n int) {
 					Extra: json.RawMessage(`{"policy_id":"p1"}`)}}
 			}
 		}
-		got, err := st.AddTraces(ctx, u.ID, d.ID, batch)
+		got, err := st.AddTraces(ctx, userID, datasetID, batch)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -58,8 +65,12 @@ func BenchDashboard(b *testing.B, open func(tb testing.TB) store.Store, n int) {
 			scores = scores[:0]
 		}
 	}
-	b.Logf("stored %d traces in %v", n, time.Since(start).Round(time.Millisecond))
-	end := t0.Add(30 * 24 * time.Hour)
+}
+
+// RunDashboard times the dashboards of BenchDashboard's dataset.
+func RunDashboard(b *testing.B, st store.Store, datasetID string, n int) {
+	ctx := context.Background()
+	end := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(30 * 24 * time.Hour)
 	for _, c := range []struct {
 		name string
 		q    store.DashboardQuery
@@ -69,7 +80,7 @@ func BenchDashboard(b *testing.B, open func(tb testing.TB) store.Store, n int) {
 			var lat []time.Duration
 			for b.Loop() {
 				t := time.Now()
-				dash, err := st.Dashboard(ctx, d.ID, c.q)
+				dash, err := st.Dashboard(ctx, datasetID, c.q)
 				lat = append(lat, time.Since(t))
 				if err != nil {
 					b.Fatal(err)

@@ -44,6 +44,7 @@ func Run(t *testing.T, openTB func(tb testing.TB) store.Store) {
 		{"AppendEvents", testAppendEvents},
 		{"Digests", testDigests},
 		{"ListSort", testListSort},
+		{"Dashboard", testDashboard},
 		{"DeleteTrace", testDeleteTrace},
 		{"Annotations", testAnnotations},
 		{"ReplaceAnnotations", testReplaceAnnotations},

@@ -11,61 +11,44 @@ import (
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 )
 
-// A dashboard is a few aggregates over the dataset's traces in range,
-// read from their digests (trace_summaries, JSON) with the dialect's JSON
-// functions: no trace content is read. Each statement starts from
-// dashRange, the traces of the dataset with their digest and time.
+// A dashboard is a few aggregates over the rows of trace_stats (migration
+// 00019: what a dashboard adds up of each trace, in columns, kept by
+// triggers from the digests) of the dataset's traces in range; no trace
+// content nor digest is read. Each statement starts from dashRange.
 
-// dashJSON spells, in a dialect, what the dashboard reads of a digest.
+// dashJSON spells, in a dialect, how the JSON objects of trace_stats are
+// read.
 type dashJSON struct {
-	// of is a digest's text as a JSON value; fence keeps the subquery
-	// that parses it from being merged into its users (which would parse
-	// it again for each member read).
-	of, fence string
-	// num(j, key) is the number member key of j; each(j, key) the rows
-	// (key, value) of its object member key; elem(v, i) element i of the
-	// array v, a number; scalar(v) the number v of each's value.
-	num    func(j, key string) string
-	each   func(j, key string) string
+	// each(col) is the rows (key, value) of the object in column col;
+	// elem(v, i) element i of the array v, a number; scalar(v) the number
+	// v of each's value.
+	each   func(col string) string
 	elem   func(v string, i int) string
 	scalar func(v string) string
-	// micros is a stored time (created_at) in microseconds since 1970.
-	micros func(col string) string
 	// policy is an annotation a's extra.policy_id.
 	policy string
 }
 
 func (d *Dialect) dashJSON() dashJSON {
 	if d.MicrosTime { // SQLite
-		return dashJSON{of: "%s", fence: "LIMIT -1 OFFSET 0",
-			num:    func(j, key string) string { return "json_extract(" + j + ", '$." + key + "')" },
-			each:   func(j, key string) string { return "json_each(" + j + ", '$." + key + "')" },
+		return dashJSON{
+			each:   func(col string) string { return "json_each(" + col + ")" },
 			elem:   func(v string, i int) string { return "json_extract(" + v + ", '$[" + strconv.Itoa(i) + "]')" },
 			scalar: func(v string) string { return v },
-			micros: func(col string) string { return col },
 			policy: "json_extract(a.extra, '$.policy_id')"}
 	}
-	return dashJSON{of: "%s::jsonb", fence: "OFFSET 0",
-		num:    func(j, key string) string { return "(" + j + " ->> '" + key + "')::float8" },
-		each:   func(j, key string) string { return "jsonb_each(" + j + " -> '" + key + "')" },
+	return dashJSON{
+		each:   func(col string) string { return "jsonb_each(" + col + ")" },
 		elem:   func(v string, i int) string { return "(" + v + " ->> " + strconv.Itoa(i) + ")::float8" },
 		scalar: func(v string) string { return "(" + v + ")::text::float8" },
-		micros: func(col string) string { return "(extract(epoch FROM " + col + ") * 1000000)::bigint" },
 		policy: "(a.extra::jsonb ->> 'policy_id')"}
 }
 
-// dashRange is the WITH clause of table r (id, j: the digest as JSON,
-// st: the trace's time in microseconds, dur: its duration in
-// microseconds or NULL) of dataset $1's traces with st in [$2, $3).
+// dashRange is the WITH clause of table r: the trace_stats rows of
+// dataset $1's traces with a time (st, microseconds) in [$2, $3).
 func (x dashJSON) dashRange() string {
-	n := func(key string) string { return x.num("j", key) }
-	// As usage.Bounds.Duration: the spans' bounds, else the events'.
-	dur := `CASE WHEN ` + n("span_first") + ` IS NOT NULL THEN ` + n("span_last") + ` - ` + n("span_first") + `
-		WHEN ` + n("event_first") + ` IS NOT NULL THEN ` + n("event_last") + ` - ` + n("event_first") + ` END`
-	return `WITH b AS (SELECT t.id AS id, ` + fmt.Sprintf(x.of, "d.summary") + ` AS j, ` + x.micros("t.created_at") + ` AS ct
-		FROM traces t LEFT JOIN trace_summaries d ON d.trace_id = t.id WHERE t.dataset_id = $1 ` + x.fence + `),
-	r AS (SELECT id, j, st, dur FROM (SELECT id, j, CAST(COALESCE(` + n("span_first") + `, ` + n("event_first") + `, ct) AS bigint) AS st,
-		` + dur + ` AS dur FROM b) c WHERE st >= $2 AND st < $3) `
+	return `WITH r AS (SELECT trace_id AS id, at AS st, dur, input, output, cost, unpriced, by_model, models, tools, tool_errors, llm_lat
+		FROM trace_stats WHERE dataset_id = $1 AND at >= $2 AND at < $3) `
 }
 
 // Dashboard computes dataset datasetID's dashboard (store.Dashboards).
@@ -123,11 +106,11 @@ func (s *Store) dashboard(ctx context.Context, q Querier, datasetID string, dq s
 		}
 		return &out.Buckets[b], nil
 	}
-	n := func(key string) string { return "COALESCE(sum(" + x.num("j", key) + "), 0)" }
+	n := func(col string) string { return "COALESCE(sum(" + col + "), 0)" }
 
 	// Traces, tokens and recorded cost by bucket.
 	durations := 0
-	rows, err := q.Query(ctx, with+`SELECT (st - $4) / $5 AS k, count(*), `+n("input_tokens")+`, `+n("output_tokens")+`, `+n("cost")+`, `+n("unpriced")+`,
+	rows, err := q.Query(ctx, with+`SELECT (st - $4) / $5 AS k, count(*), `+n("input")+`, `+n("output")+`, `+n("cost")+`, `+n("unpriced")+`,
 		count(CASE WHEN dur >= 0 THEN 1 END) FROM r GROUP BY k`, datasetID, lo, hi, origin, w)
 	err = each(rows, err, func(row Row) error {
 		var k, traces, durs int64
@@ -149,7 +132,7 @@ func (s *Store) dashboard(ctx context.Context, q Querier, datasetID string, dq s
 
 	// Unpriced tokens by bucket and model, to price when read.
 	rows, err = q.Query(ctx, with+`SELECT (st - $4) / $5 AS k, m.key, sum(`+x.elem("m.value", 0)+`), sum(`+x.elem("m.value", 1)+`), sum(`+x.elem("m.value", 2)+`)
-		FROM r, `+x.each("r.j", "by_model")+` m GROUP BY k, m.key`, datasetID, lo, hi, origin, w)
+		FROM r, `+x.each("r.by_model")+` m GROUP BY k, m.key`, datasetID, lo, hi, origin, w)
 	err = each(rows, err, func(row Row) error {
 		var k int64
 		var model string
@@ -182,7 +165,7 @@ func (s *Store) dashboard(ctx context.Context, q Querier, datasetID string, dq s
 
 	// Usage by model.
 	rows, err = q.Query(ctx, with+`SELECT m.key, sum(`+x.elem("m.value", 0)+`), sum(`+x.elem("m.value", 1)+`), sum(`+x.elem("m.value", 2)+`), sum(`+x.elem("m.value", 3)+`)
-		FROM r, `+x.each("r.j", "models")+` m GROUP BY m.key`, datasetID, lo, hi)
+		FROM r, `+x.each("r.models")+` m GROUP BY m.key`, datasetID, lo, hi)
 	err = each(rows, err, func(row Row) error {
 		var model string
 		var in, o, cost, spans float64
@@ -204,7 +187,7 @@ func (s *Store) dashboard(ctx context.Context, q Querier, datasetID string, dq s
 		for i, p := range store.DurationPercentiles {
 			ranks[i] = max(int64(math.Ceil(p*float64(durations))), 1)
 		}
-		rows, err = q.Query(ctx, with+`SELECT rn, dur FROM (SELECT dur, row_number() OVER (ORDER BY dur) AS rn FROM r WHERE dur >= 0) p
+		rows, err = q.Query(ctx, with+`SELECT rn, CAST(dur AS double precision) FROM (SELECT dur, row_number() OVER (ORDER BY dur) AS rn FROM r WHERE dur >= 0) p
 			WHERE rn IN ($4, $5, $6)`, datasetID, lo, hi, ranks[0], ranks[1], ranks[2])
 		err = each(rows, err, func(row Row) error {
 			var rn int64
@@ -226,7 +209,7 @@ func (s *Store) dashboard(ctx context.Context, q Querier, datasetID string, dq s
 	}
 
 	// Model-call latencies.
-	rows, err = q.Query(ctx, with+`SELECT h.key, sum(`+x.scalar("h.value")+`) FROM r, `+x.each("r.j", "llm_lat")+` h GROUP BY h.key`, datasetID, lo, hi)
+	rows, err = q.Query(ctx, with+`SELECT h.key, sum(`+x.scalar("h.value")+`) FROM r, `+x.each("r.llm_lat")+` h GROUP BY h.key`, datasetID, lo, hi)
 	err = each(rows, err, func(row Row) error {
 		var key string
 		var c float64
@@ -244,19 +227,27 @@ func (s *Store) dashboard(ctx context.Context, q Querier, datasetID string, dq s
 		return out, fmt.Errorf("latencies: %w", err)
 	}
 
-	// Tools.
-	rows, err = q.Query(ctx, with+`SELECT u.key, sum(`+x.elem("u.value", 0)+`), sum(`+x.elem("u.value", 1)+`) FROM r, `+x.each("r.j", "tools")+` u GROUP BY u.key`, datasetID, lo, hi)
-	err = each(rows, err, func(row Row) error {
-		var name string
-		var calls, errs float64
-		if err := row.Scan(&name, &calls, &errs); err != nil {
-			return err
+	// Tools: calls, then errors.
+	for _, col := range []string{"tools", "tool_errors"} {
+		rows, err = q.Query(ctx, with+`SELECT u.key, sum(`+x.scalar("u.value")+`) FROM r, `+x.each("r."+col)+` u GROUP BY u.key`, datasetID, lo, hi)
+		err = each(rows, err, func(row Row) error {
+			var name string
+			var n float64
+			if err := row.Scan(&name, &n); err != nil {
+				return err
+			}
+			t := out.Tools[name]
+			if col == "tools" {
+				t.Calls = int(n)
+			} else {
+				t.Errors = int(n)
+			}
+			out.Tools[name] = t
+			return nil
+		})
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", col, err)
 		}
-		out.Tools[name] = store.ToolStats{Calls: int(calls), Errors: int(errs)}
-		return nil
-	})
-	if err != nil {
-		return out, fmt.Errorf("tools: %w", err)
 	}
 
 	// Violations by policy: traces with one.

@@ -322,10 +322,11 @@ type digestJSON struct {
 	SpanLast   int64                 `json:"span_last,omitempty"`
 	EventFirst int64                 `json:"event_first,omitempty"`
 	EventLast  int64                 `json:"event_last,omitempty"`
-	Tools      map[string][2]int     `json:"tools,omitempty"`   // name: [calls, errors]
-	Models     map[string][4]float64 `json:"models,omitempty"`  // model: [in, out, cost, spans]
-	LLMLatency map[string]int        `json:"llm_lat,omitempty"` // bucket: spans
-	Open       map[string]string     `json:"open,omitempty"`    // toolBook
+	Tools      map[string]int        `json:"tools,omitempty"`       // name: calls
+	ToolErrors map[string]int        `json:"tool_errors,omitempty"` // name: errors, when some
+	Models     map[string][4]float64 `json:"models,omitempty"`      // model: [in, out, cost, spans]
+	LLMLatency map[string]int        `json:"llm_lat,omitempty"`     // bucket: spans
+	Open       map[string]string     `json:"open,omitempty"`        // toolBook
 	Orphans    map[string]bool       `json:"orphans,omitempty"`
 }
 
@@ -348,10 +349,16 @@ func EncodeDigest(d StoredDigest) []byte {
 			j.ByModel[m] = [3]int64{t.Input, t.Output, int64(t.Spans)}
 		}
 	}
-	if len(d.Tools) > 0 {
-		j.Tools = make(map[string][2]int, len(d.Tools))
-		for name, x := range d.Tools {
-			j.Tools[name] = [2]int{x.Calls, x.Errors}
+	for name, x := range d.Tools {
+		if j.Tools == nil {
+			j.Tools = make(map[string]int, len(d.Tools))
+		}
+		j.Tools[name] = x.Calls
+		if x.Errors > 0 {
+			if j.ToolErrors == nil {
+				j.ToolErrors = map[string]int{}
+			}
+			j.ToolErrors[name] = x.Errors
 		}
 	}
 	if len(u.Models) > 0 {
@@ -391,10 +398,18 @@ func DecodeDigest(b []byte) (StoredDigest, error) {
 			u.ByModel[m] = store.ModelTokens{Input: t[0], Output: t[1], Spans: int(t[2])}
 		}
 	}
-	if len(j.Tools) > 0 {
-		d.Tools = make(map[string]store.ToolStats, len(j.Tools))
-		for name, x := range j.Tools {
-			d.Tools[name] = store.ToolStats{Calls: x[0], Errors: x[1]}
+	for name, n := range j.Tools {
+		if d.Tools == nil {
+			d.Tools = make(map[string]store.ToolStats, len(j.Tools))
+		}
+		d.Tools[name] = store.ToolStats{Calls: n, Errors: j.ToolErrors[name]}
+	}
+	for name, n := range j.ToolErrors {
+		if _, ok := j.Tools[name]; !ok { // errors of calls made before an append
+			if d.Tools == nil {
+				d.Tools = map[string]store.ToolStats{}
+			}
+			d.Tools[name] = store.ToolStats{Errors: n}
 		}
 	}
 	if len(j.Models) > 0 {

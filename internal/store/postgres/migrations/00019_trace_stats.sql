@@ -1,0 +1,64 @@
+-- What a dataset's dashboard adds up of each trace (issue #20), kept apart
+-- from the digest (trace_summaries) in columns so that a dashboard does
+-- not parse the digest's JSON (with its first user message) at read time:
+-- the dataset and the trace's time (its first span's start, else its
+-- first event's timestamp, else when it was stored, in microseconds), its
+-- duration, tokens, recorded cost, and the digest's small objects
+-- (by_model, models, tools, tool_errors, llm_lat) as jsonb. A trigger on
+-- trace_summaries keeps it, so every writer of digests keeps it without
+-- knowing of it.
+
+-- +goose Up
+CREATE TABLE trace_stats (
+    trace_id   uuid PRIMARY KEY REFERENCES traces (id) ON DELETE CASCADE,
+    dataset_id uuid NOT NULL,
+    at         bigint NOT NULL,
+    dur        bigint,
+    input      bigint NOT NULL,
+    output     bigint NOT NULL,
+    cost       double precision NOT NULL,
+    unpriced   bigint NOT NULL,
+    by_model   jsonb,
+    models     jsonb,
+    tools      jsonb,
+    tool_errors jsonb,
+    llm_lat    jsonb
+);
+CREATE INDEX trace_stats_dataset ON trace_stats (dataset_id, at);
+
+-- +goose StatementBegin
+CREATE FUNCTION trace_stats_put() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    j jsonb := NEW.summary::jsonb;
+BEGIN
+    DELETE FROM trace_stats WHERE trace_id = NEW.trace_id;
+    INSERT INTO trace_stats (trace_id, dataset_id, at, dur, input, output, cost, unpriced, by_model, models, tools, tool_errors, llm_lat)
+    SELECT NEW.trace_id, t.dataset_id,
+        COALESCE((j ->> 'span_first')::bigint, (j ->> 'event_first')::bigint, (extract(epoch FROM t.created_at) * 1000000)::bigint),
+        CASE WHEN j ? 'span_first' THEN (j ->> 'span_last')::bigint - (j ->> 'span_first')::bigint
+            WHEN j ? 'event_first' THEN (j ->> 'event_last')::bigint - (j ->> 'event_first')::bigint END,
+        COALESCE((j ->> 'input_tokens')::bigint, 0), COALESCE((j ->> 'output_tokens')::bigint, 0),
+        COALESCE((j ->> 'cost')::double precision, 0), COALESCE((j ->> 'unpriced')::bigint, 0),
+        j -> 'by_model', j -> 'models', j -> 'tools', j -> 'tool_errors', j -> 'llm_lat'
+    FROM traces t WHERE t.id = NEW.trace_id AND t.dataset_id IS NOT NULL;
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER trace_stats_put AFTER INSERT OR UPDATE OF summary ON trace_summaries FOR EACH ROW EXECUTE FUNCTION trace_stats_put();
+
+-- The digests stored before.
+INSERT INTO trace_stats (trace_id, dataset_id, at, dur, input, output, cost, unpriced, by_model, models, tools, tool_errors, llm_lat)
+SELECT d.trace_id, t.dataset_id,
+    COALESCE((j ->> 'span_first')::bigint, (j ->> 'event_first')::bigint, (extract(epoch FROM t.created_at) * 1000000)::bigint),
+    CASE WHEN j ? 'span_first' THEN (j ->> 'span_last')::bigint - (j ->> 'span_first')::bigint
+        WHEN j ? 'event_first' THEN (j ->> 'event_last')::bigint - (j ->> 'event_first')::bigint END,
+    COALESCE((j ->> 'input_tokens')::bigint, 0), COALESCE((j ->> 'output_tokens')::bigint, 0),
+    COALESCE((j ->> 'cost')::double precision, 0), COALESCE((j ->> 'unpriced')::bigint, 0),
+    j -> 'by_model', j -> 'models', j -> 'tools', j -> 'tool_errors', j -> 'llm_lat'
+FROM (SELECT trace_id, summary::jsonb AS j FROM trace_summaries) d JOIN traces t ON t.id = d.trace_id WHERE t.dataset_id IS NOT NULL;
+
+-- +goose Down
+DROP TRIGGER trace_stats_put ON trace_summaries;
+DROP FUNCTION trace_stats_put();
+DROP TABLE trace_stats;
