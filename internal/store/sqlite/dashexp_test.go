@@ -4,8 +4,8 @@ import (
 	"context"
 	"os"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/storetest"

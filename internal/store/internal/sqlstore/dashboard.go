@@ -2,9 +2,11 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/lookout-dev/lookout/internal/store"
@@ -56,18 +58,17 @@ func (s *Store) Dashboard(ctx context.Context, datasetID string, dq store.Dashbo
 	if err := s.exists(ctx, s.R, "dataset", datasetID); err != nil {
 		return store.Dashboard{}, err
 	}
-	var out store.Dashboard
-	err := s.Read(ctx, func(q Querier) error {
-		var err error
-		out, err = s.dashboard(ctx, q, datasetID, dq)
-		return err
-	})
+	out, err := s.dashboard(ctx, s.R, datasetID, dq)
 	if err != nil {
 		return store.Dashboard{}, s.Fail(ctx, err, "dashboard of dataset %s", datasetID)
 	}
 	return out, nil
 }
 
+// dashboard runs the dashboard's statements, those after the range's on
+// connections of their own at once (q is a pool): each scans the range
+// apart, so that the figures take the time of the slowest rather than the
+// sum. They may see writes made meanwhile differently.
 func (s *Store) dashboard(ctx context.Context, q Querier, datasetID string, dq store.DashboardQuery) (store.Dashboard, error) {
 	from, to := dq.From, dq.To
 	x := s.D.dashJSON()
@@ -108,183 +109,174 @@ func (s *Store) dashboard(ctx context.Context, q Querier, datasetID string, dq s
 	}
 	n := func(col string) string { return "COALESCE(sum(" + col + "), 0)" }
 
-	// Traces, tokens and recorded cost by bucket.
-	durations := 0
-	rows, err := q.Query(ctx, with+`SELECT (st - $4) / $5 AS k, count(*), `+n("input")+`, `+n("output")+`, `+n("cost")+`, `+n("unpriced")+`,
-		count(CASE WHEN dur >= 0 THEN 1 END) FROM r GROUP BY k`, datasetID, lo, hi, origin, w)
-	err = each(rows, err, func(row Row) error {
-		var k, traces, durs int64
-		var in, outT, cost, unpriced float64
-		if err := row.Scan(&k, &traces, &in, &outT, &cost, &unpriced, &durs); err != nil {
-			return err
-		}
-		b, err := bucket(k)
-		if err != nil {
-			return err
-		}
-		b.Traces, b.Input, b.Output, b.Cost, b.Unpriced = int(traces), int64(in), int64(outT), cost, int(unpriced)
-		durations += int(durs)
-		return nil
-	})
-	if err != nil {
-		return out, fmt.Errorf("buckets: %w", err)
-	}
-
-	// Unpriced tokens by bucket and model, to price when read.
-	rows, err = q.Query(ctx, with+`SELECT (st - $4) / $5 AS k, m.key, sum(`+x.elem("m.value", 0)+`), sum(`+x.elem("m.value", 1)+`), sum(`+x.elem("m.value", 2)+`)
-		FROM r, `+x.each("r.by_model")+` m GROUP BY k, m.key`, datasetID, lo, hi, origin, w)
-	err = each(rows, err, func(row Row) error {
-		var k int64
-		var model string
-		var in, o, spans float64
-		if err := row.Scan(&k, &model, &in, &o, &spans); err != nil {
-			return err
-		}
-		b, err := bucket(k)
-		if err != nil {
-			return err
-		}
-		if b.ByModel == nil {
-			b.ByModel = map[string]store.ModelTokens{}
-		}
-		t := store.ModelTokens{Input: int64(in), Output: int64(o), Spans: int(spans)}
-		b.ByModel[model] = t
-		m := out.Models[model]
-		m.Unpriced.Input, m.Unpriced.Output, m.Unpriced.Spans = m.Unpriced.Input+t.Input, m.Unpriced.Output+t.Output, m.Unpriced.Spans+t.Spans
-		out.Models[model] = m
-		return nil
-	})
-	if err != nil {
-		return out, fmt.Errorf("unpriced tokens: %w", err)
-	}
-
-	if dq.TotalsOnly {
-		addTotals(&out)
-		return out, nil
-	}
-
-	// Usage by model.
-	rows, err = q.Query(ctx, with+`SELECT m.key, sum(`+x.elem("m.value", 0)+`), sum(`+x.elem("m.value", 1)+`), sum(`+x.elem("m.value", 2)+`), sum(`+x.elem("m.value", 3)+`)
-		FROM r, `+x.each("r.models")+` m GROUP BY m.key`, datasetID, lo, hi)
-	err = each(rows, err, func(row Row) error {
-		var model string
-		var in, o, cost, spans float64
-		if err := row.Scan(&model, &in, &o, &cost, &spans); err != nil {
-			return err
-		}
-		m := out.Models[model]
-		m.Input, m.Output, m.Cost, m.Spans = int64(in), int64(o), cost, int(spans)
-		out.Models[model] = m
-		return nil
-	})
-	if err != nil {
-		return out, fmt.Errorf("models: %w", err)
-	}
-
-	// Duration percentiles, by nearest rank.
-	if durations > 0 {
-		var ranks [3]int64
-		for i, p := range store.DurationPercentiles {
-			ranks[i] = max(int64(math.Ceil(p*float64(durations))), 1)
-		}
-		rows, err = q.Query(ctx, with+`SELECT rn, CAST(dur AS double precision) FROM (SELECT dur, row_number() OVER (ORDER BY dur) AS rn FROM r WHERE dur >= 0) p
-			WHERE rn IN ($4, $5, $6)`, datasetID, lo, hi, ranks[0], ranks[1], ranks[2])
-		err = each(rows, err, func(row Row) error {
-			var rn int64
-			var dur float64
-			if err := row.Scan(&rn, &dur); err != nil {
-				return err
-			}
-			for i := range ranks {
-				if ranks[i] == rn {
-					out.DurationPcts[i] = time.Duration(dur) * time.Microsecond
+	unpriced := map[string]store.ModelTokens{} // by model, from the buckets'
+	var durations int
+	parts := []func(ctx context.Context) error{
+		// Traces, tokens and recorded cost by bucket.
+		func(ctx context.Context) error {
+			rows, err := q.Query(ctx, with+`SELECT (st - $4) / $5 AS k, count(*), `+n("input")+`, `+n("output")+`, `+n("cost")+`, `+n("unpriced")+`
+				FROM r GROUP BY k`, datasetID, lo, hi, origin, w)
+			return each(rows, err, func(row Row) error {
+				var k, traces int64
+				var in, outT, cost, unp float64
+				if err := row.Scan(&k, &traces, &in, &outT, &cost, &unp); err != nil {
+					return err
 				}
-			}
-			return nil
-		})
-		if err != nil {
-			return out, fmt.Errorf("durations: %w", err)
-		}
-		out.Durations = durations
+				b, err := bucket(k)
+				if err != nil {
+					return err
+				}
+				b.Traces, b.Input, b.Output, b.Cost, b.Unpriced = int(traces), int64(in), int64(outT), cost, int(unp)
+				return nil
+			})
+		},
+		// Unpriced tokens by bucket and model, to price when read.
+		func(ctx context.Context) error {
+			rows, err := q.Query(ctx, with+`SELECT (st - $4) / $5 AS k, m.key, sum(`+x.elem("m.value", 0)+`), sum(`+x.elem("m.value", 1)+`), sum(`+x.elem("m.value", 2)+`)
+				FROM r, `+x.each("r.by_model")+` m GROUP BY k, m.key`, datasetID, lo, hi, origin, w)
+			return each(rows, err, func(row Row) error {
+				var k int64
+				var model string
+				var in, o, spans float64
+				if err := row.Scan(&k, &model, &in, &o, &spans); err != nil {
+					return err
+				}
+				b, err := bucket(k)
+				if err != nil {
+					return err
+				}
+				if b.ByModel == nil {
+					b.ByModel = map[string]store.ModelTokens{}
+				}
+				t := store.ModelTokens{Input: int64(in), Output: int64(o), Spans: int(spans)}
+				b.ByModel[model] = t
+				u := unpriced[model]
+				u.Input, u.Output, u.Spans = u.Input+t.Input, u.Output+t.Output, u.Spans+t.Spans
+				unpriced[model] = u
+				return nil
+			})
+		},
 	}
-
-	// Model-call latencies.
-	rows, err = q.Query(ctx, with+`SELECT h.key, sum(`+x.scalar("h.value")+`) FROM r, `+x.each("r.llm_lat")+` h GROUP BY h.key`, datasetID, lo, hi)
-	err = each(rows, err, func(row Row) error {
-		var key string
-		var c float64
-		if err := row.Scan(&key, &c); err != nil {
-			return err
-		}
-		k, err := strconv.Atoi(key)
-		if err != nil {
-			return fmt.Errorf("latency bucket %q", key)
-		}
-		out.LLMLatency[k] = int(c)
-		return nil
-	})
-	if err != nil {
-		return out, fmt.Errorf("latencies: %w", err)
+	if !dq.TotalsOnly {
+		parts = append(parts,
+			// Usage by model.
+			func(ctx context.Context) error {
+				rows, err := q.Query(ctx, with+`SELECT m.key, sum(`+x.elem("m.value", 0)+`), sum(`+x.elem("m.value", 1)+`), sum(`+x.elem("m.value", 2)+`), sum(`+x.elem("m.value", 3)+`)
+					FROM r, `+x.each("r.models")+` m GROUP BY m.key`, datasetID, lo, hi)
+				return each(rows, err, func(row Row) error {
+					var model string
+					var in, o, cost, spans float64
+					if err := row.Scan(&model, &in, &o, &cost, &spans); err != nil {
+						return err
+					}
+					out.Models[model] = store.DashboardModel{ModelUsage: store.ModelUsage{Input: int64(in), Output: int64(o), Cost: cost, Spans: int(spans)}}
+					return nil
+				})
+			},
+			// Duration percentiles, by nearest rank: ceil(p n) by integer
+			// division.
+			func(ctx context.Context) error {
+				rows, err := q.Query(ctx, with+`SELECT n, rn, CAST(dur AS double precision) FROM (SELECT dur, row_number() OVER (ORDER BY dur) AS rn, count(*) OVER () AS n FROM r WHERE dur >= 0) p
+					WHERE rn IN ((n * 50 + 99) / 100, (n * 90 + 99) / 100, (n * 99 + 99) / 100)`, datasetID, lo, hi)
+				return each(rows, err, func(row Row) error {
+					var cnt, rn int64
+					var dur float64
+					if err := row.Scan(&cnt, &rn, &dur); err != nil {
+						return err
+					}
+					durations = int(cnt)
+					for i, pct := range [3]int64{50, 90, 99} { // store.DurationPercentiles
+						if (cnt*pct+99)/100 == rn {
+							out.DurationPcts[i] = time.Duration(dur) * time.Microsecond
+						}
+					}
+					return nil
+				})
+			},
+			// Model-call latencies.
+			func(ctx context.Context) error {
+				rows, err := q.Query(ctx, with+`SELECT h.key, sum(`+x.scalar("h.value")+`) FROM r, `+x.each("r.llm_lat")+` h GROUP BY h.key`, datasetID, lo, hi)
+				return each(rows, err, func(row Row) error {
+					var key string
+					var c float64
+					if err := row.Scan(&key, &c); err != nil {
+						return err
+					}
+					k, err := strconv.Atoi(key)
+					if err != nil {
+						return fmt.Errorf("latency bucket %q", key)
+					}
+					out.LLMLatency[k] = int(c)
+					return nil
+				})
+			},
+			// Tools: calls, then errors.
+			func(ctx context.Context) error {
+				for _, col := range []string{"tools", "tool_errors"} {
+					rows, err := q.Query(ctx, with+`SELECT u.key, sum(`+x.scalar("u.value")+`) FROM r, `+x.each("r."+col)+` u GROUP BY u.key`, datasetID, lo, hi)
+					err = each(rows, err, func(row Row) error {
+						var name string
+						var n float64
+						if err := row.Scan(&name, &n); err != nil {
+							return err
+						}
+						t := out.Tools[name]
+						if col == "tools" {
+							t.Calls = int(n)
+						} else {
+							t.Errors = int(n)
+						}
+						out.Tools[name] = t
+						return nil
+					})
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+			// Violations by policy: traces with one.
+			func(ctx context.Context) error {
+				rows, err := q.Query(ctx, with+`SELECT COALESCE(`+x.policy+`, ''), count(DISTINCT a.trace_id) FROM r JOIN annotations a ON a.trace_id = r.id
+					WHERE a.source = 'analyzer' GROUP BY 1`, datasetID, lo, hi)
+				return each(rows, err, func(row Row) error {
+					var policy string
+					var c int64
+					if err := row.Scan(&policy, &c); err != nil {
+						return err
+					}
+					out.Violations[policy] = int(c)
+					return nil
+				})
+			},
+			// Criteria: as the evaluation summary counts a boolean
+			// criterion, a trace passes when each of its current scores
+			// of it passes.
+			func(ctx context.Context) error {
+				rows, err := q.Query(ctx, with+`SELECT criterion, sum(CASE WHEN f = 0 THEN 1 ELSE 0 END), sum(CASE WHEN f > 0 THEN 1 ELSE 0 END)
+					FROM (SELECT s.criterion AS criterion, sum(CASE WHEN s.value = 'false' THEN 1 ELSE 0 END) AS f
+						FROM r JOIN scores s ON s.trace_id = r.id WHERE s.current AND s.value IN ('true', 'false') GROUP BY s.criterion, s.trace_id) c
+					GROUP BY criterion`, datasetID, lo, hi)
+				return each(rows, err, func(row Row) error {
+					var name string
+					var pass, fail int64
+					if err := row.Scan(&name, &pass, &fail); err != nil {
+						return err
+					}
+					out.Criteria[name] = store.PassFail{Passed: int(pass), Failed: int(fail)}
+					return nil
+				})
+			})
 	}
-
-	// Tools: calls, then errors.
-	for _, col := range []string{"tools", "tool_errors"} {
-		rows, err = q.Query(ctx, with+`SELECT u.key, sum(`+x.scalar("u.value")+`) FROM r, `+x.each("r."+col)+` u GROUP BY u.key`, datasetID, lo, hi)
-		err = each(rows, err, func(row Row) error {
-			var name string
-			var n float64
-			if err := row.Scan(&name, &n); err != nil {
-				return err
-			}
-			t := out.Tools[name]
-			if col == "tools" {
-				t.Calls = int(n)
-			} else {
-				t.Errors = int(n)
-			}
-			out.Tools[name] = t
-			return nil
-		})
-		if err != nil {
-			return out, fmt.Errorf("%s: %w", col, err)
-		}
+	if err := parallel(ctx, parts); err != nil {
+		return out, err
 	}
-
-	// Violations by policy: traces with one.
-	rows, err = q.Query(ctx, with+`SELECT COALESCE(`+x.policy+`, ''), count(DISTINCT a.trace_id) FROM r JOIN annotations a ON a.trace_id = r.id
-		WHERE a.source = 'analyzer' GROUP BY 1`, datasetID, lo, hi)
-	err = each(rows, err, func(row Row) error {
-		var policy string
-		var c int64
-		if err := row.Scan(&policy, &c); err != nil {
-			return err
-		}
-		out.Violations[policy] = int(c)
-		return nil
-	})
-	if err != nil {
-		return out, fmt.Errorf("violations: %w", err)
+	out.Durations = durations
+	for m, u := range unpriced {
+		x := out.Models[m]
+		x.Unpriced = u
+		out.Models[m] = x
 	}
-
-	// Criteria: as the evaluation summary counts a boolean criterion, a
-	// trace passes when each of its current scores of it passes.
-	rows, err = q.Query(ctx, with+`SELECT criterion, sum(CASE WHEN f = 0 THEN 1 ELSE 0 END), sum(CASE WHEN f > 0 THEN 1 ELSE 0 END)
-		FROM (SELECT s.criterion AS criterion, sum(CASE WHEN s.value = 'false' THEN 1 ELSE 0 END) AS f
-			FROM r JOIN scores s ON s.trace_id = r.id WHERE s.current AND s.value IN ('true', 'false') GROUP BY s.criterion, s.trace_id) c
-		GROUP BY criterion`, datasetID, lo, hi)
-	err = each(rows, err, func(row Row) error {
-		var name string
-		var pass, fail int64
-		if err := row.Scan(&name, &pass, &fail); err != nil {
-			return err
-		}
-		out.Criteria[name] = store.PassFail{Passed: int(pass), Failed: int(fail)}
-		return nil
-	})
-	if err != nil {
-		return out, fmt.Errorf("criteria: %w", err)
-	}
-
 	addTotals(&out)
 	return out, nil
 }
@@ -303,6 +295,31 @@ func addTotals(d *store.Dashboard) {
 			t.ByModel[m] = x
 		}
 	}
+}
+
+// parallel runs fns at once and returns the first error, the others
+// cancelled.
+func parallel(ctx context.Context, fns []func(ctx context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = fn(ctx); errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // each calls fn with every row.
