@@ -90,7 +90,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", IndexPath(path), err)
 	}
-	r := sql.OpenDB(attacher{d: &sqlite.Driver{}, dsn: common + "&_query_only=1&_pragma=cache_size(-16000)", index: IndexPath(path)})
+	r := sql.OpenDB(attacher{d: readDriver(), dsn: common + "&_query_only=1&_pragma=cache_size(-16000)", index: IndexPath(path)})
 	n := max(4, 2*runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)

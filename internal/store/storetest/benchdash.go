@@ -17,6 +17,9 @@ import (
 // violation and one in five a score. "all" is the whole dataset, "week"
 // its last 7 days, "totals" the totals alone; each reports p50 and p99.
 func BenchDashboard(b *testing.B, open func(tb testing.TB) store.Store, n int) {
+	// The search indexer would index the 100,000 traces while the
+	// dashboards are timed: a dashboard does not need it.
+	b.Setenv("LOOKOUT_INDEXER", "off")
 	st := open(b)
 	u, d := benchDataset(b, st)
 	start := time.Now()

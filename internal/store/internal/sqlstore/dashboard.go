@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -22,11 +23,11 @@ import (
 // read.
 type dashJSON struct {
 	// each(col) is the rows (key, value) of the object in column col;
-	// elem(v, i) element i of the array v, a number; scalar(v) the number
-	// v of each's value.
-	each   func(col string) string
-	elem   func(v string, i int) string
-	scalar func(v string) string
+	// elem(v, i) element i of the array v, a number (NULL when v is a
+	// number); first(v) the number v, or the first of the array v.
+	each  func(col string) string
+	elem  func(v string, i int) string
+	first func(v string) string
 	// policy is an annotation a's extra.policy_id.
 	policy string
 }
@@ -34,15 +35,19 @@ type dashJSON struct {
 func (d *Dialect) dashJSON() dashJSON {
 	if d.MicrosTime { // SQLite
 		return dashJSON{
-			each:   func(col string) string { return "json_each(" + col + ")" },
-			elem:   func(v string, i int) string { return "json_extract(" + v + ", '$[" + strconv.Itoa(i) + "]')" },
-			scalar: func(v string) string { return v },
+			each: func(col string) string { return "json_each(" + col + ")" },
+			elem: func(v string, i int) string { return "json_extract(" + v + ", '$[" + strconv.Itoa(i) + "]')" },
+			first: func(v string) string {
+				return "CASE WHEN json_type(" + v + ") = 'array' THEN json_extract(" + v + ", '$[0]') ELSE " + v + " END"
+			},
 			policy: "json_extract(a.extra, '$.policy_id')"}
 	}
 	return dashJSON{
-		each:   func(col string) string { return "jsonb_each(" + col + ")" },
-		elem:   func(v string, i int) string { return "(" + v + " ->> " + strconv.Itoa(i) + ")::float8" },
-		scalar: func(v string) string { return "(" + v + ")::text::float8" },
+		each: func(col string) string { return "jsonb_each(" + col + ")" },
+		elem: func(v string, i int) string { return "(" + v + " ->> " + strconv.Itoa(i) + ")::float8" },
+		first: func(v string) string {
+			return "CASE WHEN jsonb_typeof(" + v + ") = 'array' THEN (" + v + " ->> 0)::float8 ELSE (" + v + ")::text::float8 END"
+		},
 		policy: "(a.extra::jsonb ->> 'policy_id')"}
 }
 
@@ -132,46 +137,38 @@ func (s *Store) dashboard(ctx context.Context, q Querier, datasetID string, dq s
 		},
 		// Unpriced tokens by bucket and model, to price when read.
 		func(ctx context.Context) error {
-			rows, err := q.Query(ctx, with+`SELECT (st - $4) / $5 AS k, m.key, sum(`+x.elem("m.value", 0)+`), sum(`+x.elem("m.value", 1)+`), sum(`+x.elem("m.value", 2)+`)
-				FROM r, `+x.each("r.by_model")+` m GROUP BY k, m.key`, datasetID, lo, hi, origin, w)
-			return each(rows, err, func(row Row) error {
-				var k int64
-				var model string
-				var in, o, spans float64
-				if err := row.Scan(&k, &model, &in, &o, &spans); err != nil {
-					return err
-				}
+			sums, err := s.sumObjects(ctx, q, with, "(st - $4) / $5", "by_model", datasetID, lo, hi, origin, w)
+			if err != nil {
+				return err
+			}
+			for k, byModel := range sums {
 				b, err := bucket(k)
 				if err != nil {
 					return err
 				}
-				if b.ByModel == nil {
-					b.ByModel = map[string]store.ModelTokens{}
+				for model, v := range byModel {
+					if b.ByModel == nil {
+						b.ByModel = map[string]store.ModelTokens{}
+					}
+					t := store.ModelTokens{Input: int64(v[0]), Output: int64(v[1]), Spans: int(v[2])}
+					b.ByModel[model] = t
+					u := unpriced[model]
+					u.Input, u.Output, u.Spans = u.Input+t.Input, u.Output+t.Output, u.Spans+t.Spans
+					unpriced[model] = u
 				}
-				t := store.ModelTokens{Input: int64(in), Output: int64(o), Spans: int(spans)}
-				b.ByModel[model] = t
-				u := unpriced[model]
-				u.Input, u.Output, u.Spans = u.Input+t.Input, u.Output+t.Output, u.Spans+t.Spans
-				unpriced[model] = u
-				return nil
-			})
+			}
+			return nil
 		},
 	}
 	if !dq.TotalsOnly {
 		parts = append(parts,
 			// Usage by model.
 			func(ctx context.Context) error {
-				rows, err := q.Query(ctx, with+`SELECT m.key, sum(`+x.elem("m.value", 0)+`), sum(`+x.elem("m.value", 1)+`), sum(`+x.elem("m.value", 2)+`), sum(`+x.elem("m.value", 3)+`)
-					FROM r, `+x.each("r.models")+` m GROUP BY m.key`, datasetID, lo, hi)
-				return each(rows, err, func(row Row) error {
-					var model string
-					var in, o, cost, spans float64
-					if err := row.Scan(&model, &in, &o, &cost, &spans); err != nil {
-						return err
-					}
-					out.Models[model] = store.DashboardModel{ModelUsage: store.ModelUsage{Input: int64(in), Output: int64(o), Cost: cost, Spans: int(spans)}}
-					return nil
-				})
+				sums, err := s.sumObjects(ctx, q, with, "0", "models", datasetID, lo, hi)
+				for model, v := range sums[0] {
+					out.Models[model] = store.DashboardModel{ModelUsage: store.ModelUsage{Input: int64(v[0]), Output: int64(v[1]), Cost: v[2], Spans: int(v[3])}}
+				}
+				return err
 			},
 			// Duration percentiles, by nearest rank: ceil(p n) by integer
 			// division.
@@ -195,43 +192,36 @@ func (s *Store) dashboard(ctx context.Context, q Querier, datasetID string, dq s
 			},
 			// Model-call latencies.
 			func(ctx context.Context) error {
-				rows, err := q.Query(ctx, with+`SELECT h.key, sum(`+x.scalar("h.value")+`) FROM r, `+x.each("r.llm_lat")+` h GROUP BY h.key`, datasetID, lo, hi)
-				return each(rows, err, func(row Row) error {
-					var key string
-					var c float64
-					if err := row.Scan(&key, &c); err != nil {
-						return err
-					}
+				sums, err := s.sumObjects(ctx, q, with, "0", "llm_lat", datasetID, lo, hi)
+				if err != nil {
+					return err
+				}
+				for key, v := range sums[0] {
 					k, err := strconv.Atoi(key)
 					if err != nil {
 						return fmt.Errorf("latency bucket %q", key)
 					}
-					out.LLMLatency[k] = int(c)
-					return nil
-				})
+					out.LLMLatency[k] = int(v[0])
+				}
+				return nil
 			},
 			// Tools: calls, then errors.
 			func(ctx context.Context) error {
-				for _, col := range []string{"tools", "tool_errors"} {
-					rows, err := q.Query(ctx, with+`SELECT u.key, sum(`+x.scalar("u.value")+`) FROM r, `+x.each("r."+col)+` u GROUP BY u.key`, datasetID, lo, hi)
-					err = each(rows, err, func(row Row) error {
-						var name string
-						var n float64
-						if err := row.Scan(&name, &n); err != nil {
-							return err
-						}
-						t := out.Tools[name]
-						if col == "tools" {
-							t.Calls = int(n)
-						} else {
-							t.Errors = int(n)
-						}
-						out.Tools[name] = t
-						return nil
-					})
-					if err != nil {
-						return err
-					}
+				calls, err := s.sumObjects(ctx, q, with, "0", "tools", datasetID, lo, hi)
+				if err != nil {
+					return err
+				}
+				errs, err := s.sumObjects(ctx, q, with, "0", "tool_errors", datasetID, lo, hi)
+				if err != nil {
+					return err
+				}
+				for name, v := range calls[0] {
+					out.Tools[name] = store.ToolStats{Calls: int(v[0])}
+				}
+				for name, v := range errs[0] {
+					t := out.Tools[name]
+					t.Errors = int(v[0])
+					out.Tools[name] = t
 				}
 				return nil
 			},
@@ -295,6 +285,54 @@ func addTotals(d *store.Dashboard) {
 			t.ByModel[m] = x
 		}
 	}
+}
+
+// sumObjects sums the JSON objects of column col of r (dashRange) by
+// group (an SQL expression of r's columns; "0" for one group): for each
+// group, each key's sums of its number, or of its array's numbers in
+// order (up to 4). args are the statement's.
+func (s *Store) sumObjects(ctx context.Context, q Querier, with, group, col string, args ...any) (map[int64]map[string][4]float64, error) {
+	out := map[int64]map[string][4]float64{}
+	if s.D.SumObject != "" {
+		rows, err := q.Query(ctx, with+`SELECT `+group+` AS k, `+s.D.SumObject+`(r.`+col+`) FROM r GROUP BY k`, args...)
+		err = each(rows, err, func(row Row) error {
+			var k int64
+			var sums NullString
+			if err := row.Scan(&k, &sums); err != nil {
+				return err
+			}
+			m := map[string][4]float64{}
+			if sums.Valid {
+				if err := json.Unmarshal([]byte(sums.S), &m); err != nil {
+					return fmt.Errorf("%s: %w", col, err)
+				}
+			}
+			out[k] = m
+			return nil
+		})
+		return out, err
+	}
+	x := s.D.dashJSON()
+	v := make([]string, 4)
+	for i := range v {
+		v[i] = "COALESCE(sum(" + x.elem("u.value", i) + "), 0)"
+	}
+	v[0] = "sum(" + x.first("u.value") + ")"
+	rows, err := q.Query(ctx, with+`SELECT `+group+` AS k, u.key, `+v[0]+`, `+v[1]+`, `+v[2]+`, `+v[3]+` FROM r, `+x.each("r."+col)+` u GROUP BY k, u.key`, args...)
+	err = each(rows, err, func(row Row) error {
+		var k int64
+		var key string
+		var sums [4]float64
+		if err := row.Scan(&k, &key, &sums[0], &sums[1], &sums[2], &sums[3]); err != nil {
+			return err
+		}
+		if out[k] == nil {
+			out[k] = map[string][4]float64{}
+		}
+		out[k][key] = sums
+		return nil
+	})
+	return out, err
 }
 
 // parallel runs fns at once and returns the first error, the others

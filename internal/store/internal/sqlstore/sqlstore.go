@@ -145,13 +145,17 @@ type Dialect struct {
 	// false 0, a JSON number its value, anything else NULL (as the
 	// search's JSONNumber reads a number).
 	ScoreNumber string
+	// SumObject names an aggregate function that sums JSON objects of
+	// numbers or arrays of numbers by key (the SQLite backend's
+	// lookout_sum_object); "" to sum the rows of json_each by key.
+	SumObject string
 }
 
 // SQLite is the dialect of the SQLite backend.
 var SQLite = Dialect{Name: "sqlite", MicrosTime: true, Seq: "rowid", AnnotationSeq: "rowid",
 	ExtraIs: `json_extract(extra, '$."' || $3 || '"') = $4`, InList: `IN (SELECT value FROM json_each($2))`, JSONList: true,
 	Elems:       `json_each($1)`,
-	ScoreNumber: `CASE s.value WHEN 'true' THEN 1.0 WHEN 'false' THEN 0.0 ELSE (CASE WHEN json_valid(s.value) THEN CASE WHEN json_type(s.value) IN ('integer', 'real') THEN CASE WHEN abs(CAST(s.value AS REAL)) <= 1.7976931348623157e308 THEN CAST(s.value AS REAL) END END END) END`}
+	ScoreNumber: `CASE s.value WHEN 'true' THEN 1.0 WHEN 'false' THEN 0.0 ELSE (CASE WHEN json_valid(s.value) THEN CASE WHEN json_type(s.value) IN ('integer', 'real') THEN CASE WHEN abs(CAST(s.value AS REAL)) <= 1.7976931348623157e308 THEN CAST(s.value AS REAL) END END END) END`, SumObject: "lookout_sum_object"}
 
 // Postgres is the dialect of the PostgreSQL backend.
 var Postgres = Dialect{Name: "postgres", C: ` COLLATE "C"`, ForUpdate: ` FOR UPDATE`, ForShare: ` FOR SHARE`, Seq: "id", AnnotationSeq: "seq",
