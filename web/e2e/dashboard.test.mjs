@@ -60,6 +60,16 @@ const fmt = (n) => n.toLocaleString('en-US');
 test('the dataset header links to the dashboard, which counts what the files hold', async () => {
   await page.goto(`${srv.base}/datasets/${encodeURIComponent(ds.owner)}/${encodeURIComponent(ds.name)}`);
   await page.locator('.ds-totals .ds-cost').waitFor();
+  // The header's tokens: the sum of each trace's own usage.
+  let tin = 0;
+  let tout = 0;
+  for (const t of (await api(srv.base, 'GET', `/datasets/${ds.id}/traces?limit=1000`)).traces) {
+    const u = (await api(srv.base, 'GET', `/traces/${t.id}?usage=1`)).usage;
+    tin += u.input_tokens ?? 0;
+    tout += u.output_tokens ?? 0;
+  }
+  assert.ok(tin > 0);
+  assert.equal(await page.locator('.ds-totals .ds-tokens').textContent(), `${fmt(tin)} in · ${fmt(tout)} out`);
   await page.click('a.dashboard-link');
   await page.waitForFunction(() => document.querySelector('.dash-stat[data-stat="traces"] b')?.textContent === '201');
   assert.match(page.url(), /\/datasets\/[^/]+\/airline\/dashboard$/);
