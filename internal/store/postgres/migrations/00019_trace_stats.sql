@@ -4,8 +4,8 @@
 -- the dataset and the trace's time (its first span's start, else its
 -- first event's timestamp, else when it was stored, in microseconds), its
 -- duration, tokens, recorded cost, and the digest's small objects
--- (by_model, models, tools, tool_errors, llm_lat) as jsonb. A trigger on
--- trace_summaries keeps it, so every writer of digests keeps it without
+-- (by_model, models, tools, tool_errors, llm_lat) as jsonb. Triggers on
+-- trace_summaries keep it, so every writer of digests keeps it without
 -- knowing of it.
 
 -- +goose Up
@@ -26,26 +26,28 @@ CREATE TABLE trace_stats (
 );
 CREATE INDEX trace_stats_dataset ON trace_stats (dataset_id, at);
 
+-- Statement triggers over the rows written (transition tables), so that a
+-- batch of digests (COPY of an upload) costs one insert, not one call a
+-- row.
 -- +goose StatementBegin
 CREATE FUNCTION trace_stats_put() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    j jsonb := NEW.summary::jsonb;
 BEGIN
-    DELETE FROM trace_stats WHERE trace_id = NEW.trace_id;
+    DELETE FROM trace_stats WHERE trace_id IN (SELECT trace_id FROM written);
     INSERT INTO trace_stats (trace_id, dataset_id, at, dur, input, output, cost, unpriced, by_model, models, tools, tool_errors, llm_lat)
-    SELECT NEW.trace_id, t.dataset_id,
+    SELECT d.trace_id, t.dataset_id,
         COALESCE((j ->> 'span_first')::bigint, (j ->> 'event_first')::bigint, (extract(epoch FROM t.created_at) * 1000000)::bigint),
         CASE WHEN j ? 'span_first' THEN (j ->> 'span_last')::bigint - (j ->> 'span_first')::bigint
             WHEN j ? 'event_first' THEN (j ->> 'event_last')::bigint - (j ->> 'event_first')::bigint END,
         COALESCE((j ->> 'input_tokens')::bigint, 0), COALESCE((j ->> 'output_tokens')::bigint, 0),
         COALESCE((j ->> 'cost')::double precision, 0), COALESCE((j ->> 'unpriced')::bigint, 0),
         j -> 'by_model', j -> 'models', j -> 'tools', j -> 'tool_errors', j -> 'llm_lat'
-    FROM traces t WHERE t.id = NEW.trace_id AND t.dataset_id IS NOT NULL;
+    FROM (SELECT trace_id, summary::jsonb AS j FROM written) d JOIN traces t ON t.id = d.trace_id WHERE t.dataset_id IS NOT NULL;
     RETURN NULL;
 END
 $$;
 -- +goose StatementEnd
-CREATE TRIGGER trace_stats_put AFTER INSERT OR UPDATE OF summary ON trace_summaries FOR EACH ROW EXECUTE FUNCTION trace_stats_put();
+CREATE TRIGGER trace_stats_insert AFTER INSERT ON trace_summaries REFERENCING NEW TABLE AS written FOR EACH STATEMENT EXECUTE FUNCTION trace_stats_put();
+CREATE TRIGGER trace_stats_update AFTER UPDATE ON trace_summaries REFERENCING NEW TABLE AS written FOR EACH STATEMENT EXECUTE FUNCTION trace_stats_put();
 
 -- The digests stored before.
 INSERT INTO trace_stats (trace_id, dataset_id, at, dur, input, output, cost, unpriced, by_model, models, tools, tool_errors, llm_lat)
@@ -59,6 +61,7 @@ SELECT d.trace_id, t.dataset_id,
 FROM (SELECT trace_id, summary::jsonb AS j FROM trace_summaries) d JOIN traces t ON t.id = d.trace_id WHERE t.dataset_id IS NOT NULL;
 
 -- +goose Down
-DROP TRIGGER trace_stats_put ON trace_summaries;
+DROP TRIGGER trace_stats_update ON trace_summaries;
+DROP TRIGGER trace_stats_insert ON trace_summaries;
 DROP FUNCTION trace_stats_put();
 DROP TABLE trace_stats;
