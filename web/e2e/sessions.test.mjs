@@ -169,6 +169,19 @@ describe('sessions and users', () => {
     await page.waitForURL(`**/sessions/${encodeURIComponent(r.session)}`);
     await page.locator('.session-trace').first().waitFor();
   });
+
+  test('a trace page\'s user links to the dataset list of that user\'s traces', async () => {
+    const r = rows.find((x) => x.user);
+    const want = ids((x) => x.user === r.user);
+    await page.goto(`${srv.base}/traces/${r.id}`);
+    const link = page.locator('.trace-user a.user-link');
+    assert.equal(await link.textContent(), r.user);
+    await link.click();
+    await page.waitForURL((u) => new URL(u).searchParams.get('q') === `user:"${r.user}"`);
+    await page.waitForFunction((n) => document.querySelectorAll('.trow:not(.placeholder)').length === n, want.length);
+    const shown = await page.locator('.trow:not(.placeholder)').evaluateAll((els) => els.map((e) => e.getAttribute('data-trace')));
+    assert.deepEqual([...shown].sort(), [...want].sort());
+  });
 });
 
 describe('scores and verdicts in the query language', () => {

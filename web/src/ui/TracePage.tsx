@@ -242,6 +242,9 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
   // the list it was opened from, else looked up).
   const user = userOf(trace.metadata);
   const sessionHref = session && (inList && mem ? sessionPath(mem.owner, mem.name, session) : dsOwner && dsName ? sessionPath(dsOwner, dsName, session) : '');
+  // The user's traces: the dataset's list searched for user:"id".
+  const userDataset = inList && mem ? mem : dsOwner && dsName ? { owner: dsOwner, name: dsName } : null;
+  const userHref = user && userDataset ? `${datasetPath(userDataset.owner, userDataset.name)}?q=${encodeURIComponent(`user:"${user.replace(/"/g, '')}"`)}` : '';
   const treeProps = { tree, state: nav.treeState, setState: nav.setTreeState, selected: nav.selected, onSelect: nav.setSelected, scores: stepScores(scores), usage: spanU };
   return (
     <div class="trace">
@@ -274,7 +277,18 @@ export function TracePage(props: { id: string; hash: string; search: string; me:
               )}
             </span>
           )}
-          {user && <span class="trace-user">{` · user ${user}`}</span>}
+          {user && (
+            <span class="trace-user">
+              {' · user '}
+              {userHref ? (
+                <a class="user-link" href={userHref} title="this user's traces in the dataset">
+                  {user}
+                </a>
+              ) : (
+                user
+              )}
+            </span>
+          )}
         </span>
         <span class="spacer" />
         <div class="tabs" role="tablist">
