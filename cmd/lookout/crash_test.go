@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 type child struct {
 	cmd  *exec.Cmd
 	url  string
-	logs *bytes.Buffer
+	logs *lockedBuffer
 }
 
 func startChild(t *testing.T, db string, args ...string) *child {
@@ -58,7 +58,7 @@ func startChildErr(t *testing.T, db string, args ...string) (*child, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &child{cmd: cmd, logs: &bytes.Buffer{}}
+	c := &child{cmd: cmd, logs: &lockedBuffer{}}
 	t.Cleanup(func() { c.cmd.Process.Kill(); c.cmd.Wait() })
 	sc := bufio.NewScanner(stderr)
 	first := make(chan string, 1)
@@ -72,13 +72,33 @@ func startChildErr(t *testing.T, db string, args ...string) (*child, error) {
 	case line := <-first:
 		const prefix = "lookout: serving "
 		if !strings.HasPrefix(line, prefix) {
-			return nil, fmt.Errorf("serve's first line %q", line)
+			time.Sleep(time.Second) // the rest of what it said (a race report, a panic)
+			return nil, fmt.Errorf("serve's first line %q, then:\n%s", line, c.logs.String())
 		}
 		c.url, _, _ = strings.Cut(strings.TrimPrefix(line, prefix), " ")
 	case <-time.After(60 * time.Second):
 		return nil, errors.New("serve did not start in 60 s")
 	}
 	return c, nil
+}
+
+// lockedBuffer is a child's log, written by the goroutine that reads its
+// standard error and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) WriteString(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(s)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 type readerFunc func([]byte) (int, error)

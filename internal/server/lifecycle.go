@@ -17,13 +17,6 @@ import (
 // accepted get built (not with Config.NoBackground: other servers on the
 // database do). Call Close when done, whether Start failed or not.
 func (s *Server) Start(ctx context.Context) error {
-	if !s.noBackground {
-		if err := s.ResumeRuns(ctx); err != nil {
-			return fmt.Errorf("resuming evaluation runs: %w", err)
-		}
-		s.StartSpanBuilder()
-	}
-	s.monitor.start()
 	if feed, ok := s.st.(changeFeed); ok {
 		s.live.startFeed(feed, feedHandlers{
 			forget: func(ids []string) {
@@ -38,6 +31,13 @@ func (s *Server) Start(ctx context.Context) error {
 			},
 		}, s.log)
 	}
+	if !s.noBackground {
+		if err := s.ResumeRuns(ctx); err != nil {
+			return fmt.Errorf("resuming evaluation runs: %w", err)
+		}
+		s.StartSpanBuilder()
+	}
+	s.monitor.start()
 	return nil
 }
 

@@ -75,8 +75,12 @@ const maxNotice = 7000
 func (h *liveHub) startFeed(feed changeFeed, on feedHandlers, log *slog.Logger) {
 	var b [8]byte
 	rand.Read(b[:])
+	// Under the lock: writers already running (the span builder) may be
+	// telling of changes meanwhile (changed, send).
+	h.mu.Lock()
 	h.feed, h.origin, h.on = feed, hex.EncodeToString(b[:]), on
 	h.wake = make(chan struct{}, 1)
+	h.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stop = cancel
 	h.done.Go(func() { h.publish(ctx, log) })
@@ -175,16 +179,18 @@ func (h *liveHub) loginFailed(addr, name string) {
 
 // send queues a notice of kind and fields for the other servers.
 func (h *liveHub) send(kindFields string) {
+	h.mu.Lock()
 	if h.feed == nil {
+		h.mu.Unlock()
 		return
 	}
-	h.mu.Lock()
 	if len(h.notices) < maxQueuedNotices {
 		h.notices = append(h.notices, h.origin+" "+kindFields)
 	}
+	wake := h.wake
 	h.mu.Unlock()
 	select {
-	case h.wake <- struct{}{}:
+	case wake <- struct{}{}:
 	default:
 	}
 }
@@ -238,19 +244,21 @@ func (h *liveHub) subscribe(id string) (<-chan struct{}, func()) {
 // through the feed, on the other servers.
 func (h *liveHub) changed(ids ...string) {
 	h.notify(ids)
+	h.mu.Lock()
 	if h.feed == nil {
+		h.mu.Unlock()
 		return
 	}
-	h.mu.Lock()
 	if h.pending == nil {
 		h.pending = map[string]struct{}{}
 	}
 	for _, id := range ids {
 		h.pending[id] = struct{}{}
 	}
+	wake := h.wake
 	h.mu.Unlock()
 	select {
-	case h.wake <- struct{}{}:
+	case wake <- struct{}{}:
 	default: // a publish is due already
 	}
 }
