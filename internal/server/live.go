@@ -122,16 +122,16 @@ func (h *liveHub) publish(ctx context.Context, log *slog.Logger) {
 			send(n)
 		}
 		head := h.origin + " " + noticeTraces
-		notice := head
+		notice := append(make([]byte, 0, maxNotice), head...)
 		for id := range ids {
 			if len(notice)+1+len(id) > maxNotice {
-				send(notice)
-				notice = head
+				send(string(notice))
+				notice = append(notice[:0], head...)
 			}
-			notice += " " + id
+			notice = append(append(notice, ' '), id...)
 		}
-		if notice != head {
-			send(notice)
+		if len(notice) > len(head) {
+			send(string(notice))
 		}
 	}
 }
