@@ -126,9 +126,10 @@ func dashboardQuery(r *http.Request) (store.DashboardQuery, error) {
 	return store.DashboardQuery{From: from, To: to}, nil
 }
 
-// getDashboard answers a dataset's dashboard over ?from= and ?to= (RFC
-// 3339; either may be empty: the first or last trace's time).
-func (s *Server) getDashboard(w http.ResponseWriter, r *http.Request, p *principal) error {
+// readDashboard reads the dashboard of the dataset the request names over
+// ?from= and ?to= (RFC 3339; either may be empty: the first or last
+// trace's time), its totals only when totalsOnly, within dashboardTimeout.
+func (s *Server) readDashboard(r *http.Request, p *principal, totalsOnly bool, then func(ctx context.Context, d store.Dataset, dash *store.Dashboard) error) error {
 	d, err := s.readableDataset(r, p, r.PathValue("id"))
 	if err != nil {
 		return err
@@ -137,6 +138,7 @@ func (s *Server) getDashboard(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
+	dq.TotalsOnly = totalsOnly
 	ctx, cancel := context.WithTimeout(r.Context(), dashboardTimeout)
 	defer cancel()
 	if err := s.settleDataset(ctx, d.ID); err != nil {
@@ -146,39 +148,30 @@ func (s *Server) getDashboard(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
-	policies, err := s.st.ListPolicies(ctx, d.ID)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, s.dashboardJSON(&dash, policies))
-	return nil
+	return then(ctx, d, &dash)
 }
 
-// getTotals answers a dataset's totals (traces, tokens, cost) over ?from=
-// and ?to=, as getDashboard's "totals" with none of the rest.
+// getDashboard answers a dataset's dashboard (readDashboard).
+func (s *Server) getDashboard(w http.ResponseWriter, r *http.Request, p *principal) error {
+	return s.readDashboard(r, p, false, func(ctx context.Context, d store.Dataset, dash *store.Dashboard) error {
+		policies, err := s.st.ListPolicies(ctx, d.ID)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, s.dashboardJSON(dash, policies))
+		return nil
+	})
+}
+
+// getTotals answers a dataset's totals (traces, tokens, cost), as
+// getDashboard's "totals" with none of the rest.
 func (s *Server) getTotals(w http.ResponseWriter, r *http.Request, p *principal) error {
-	d, err := s.readableDataset(r, p, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	dq, err := dashboardQuery(r)
-	if err != nil {
-		return err
-	}
-	dq.TotalsOnly = true
-	ctx, cancel := context.WithTimeout(r.Context(), dashboardTimeout)
-	defer cancel()
-	if err := s.settleDataset(ctx, d.ID); err != nil {
-		return err
-	}
-	dash, err := s.st.Dashboard(ctx, d.ID, dq)
-	if err != nil {
-		return err
-	}
-	t := &dash.Totals
-	writeJSON(w, http.StatusOK, dashBucketJSON{Start: dash.From, Traces: t.Traces,
-		usageJSON: priced(t.Input, t.Output, t.Cost, t.Unpriced, t.ByModel, s.prices)})
-	return nil
+	return s.readDashboard(r, p, true, func(_ context.Context, _ store.Dataset, dash *store.Dashboard) error {
+		t := &dash.Totals
+		writeJSON(w, http.StatusOK, dashBucketJSON{Start: dash.From, Traces: t.Traces,
+			usageJSON: priced(t.Input, t.Output, t.Cost, t.Unpriced, t.ByModel, s.prices)})
+		return nil
+	})
 }
 
 func (s *Server) dashboardJSON(d *store.Dashboard, policies []store.Policy) dashboardJSON {
