@@ -474,7 +474,7 @@ var filters = map[string]bool{
 
 func (p *parser) word(t *token) (Node, error) {
 	colon := strings.IndexByte(t.text, ':')
-	if t.quotedFrom >= 0 && colon > t.quotedFrom {
+	if t.quotedFrom >= 0 && colon >= t.quotedFrom {
 		colon = -1 // the colon is inside quotes: text
 	}
 	name := ""
