@@ -505,7 +505,9 @@ func TestReplicasEvalRun(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // a judge that takes its time
 		return chattest.Reply{Content: "PASS\nfine"}
 	})
-	replicas := startReplicas(t, pgtest.URL(t), 3, "--llm-url", judge.URL)
+	db := pgtest.URL(t)
+	args := []string{"--llm-url", judge.URL, "--run-lease", "1s"}
+	replicas := startReplicas(t, db, 3, args...)
 	ctx := context.Background()
 	clients := make([]*client.Client, len(replicas))
 	for i, r := range replicas {
@@ -609,6 +611,75 @@ func TestReplicasEvalRun(t *testing.T) {
 	}
 	if r.State != "cancelled" || r.Progress.Done >= 60 {
 		t.Errorf("the cancelled run: state %q, %d of 60 traces graded; want cancelled, part of them", r.State, r.Progress.Done)
+	}
+
+	// Replica 0 is killed while it works on a third run and started
+	// again: another replica takes the run when its lease (1 s) expires
+	// and ends it; each trace is graded once, and the judge is asked again
+	// only for the traces the killed worker had not stored.
+	if _, err := clients[1].PushTraces(ctx, "killed", traces); err != nil {
+		t.Fatal(err)
+	}
+	d, err = clients[1].FindDataset(ctx, "killed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := judge.Count()
+	run, err = clients[0].StartEvalRun(ctx, d.ID, "third", criteria)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		r, err := clients[1].EvalRun(ctx, run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Progress.Done > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the third run made no progress in 60 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	replicas[0].kill(t)
+	killedAt := time.Now()
+	replicas[0] = startChild(t, db, args...)
+	for {
+		r, err = clients[2].EvalRun(ctx, run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State != "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the third run was still running 60 s after its start; %d of 60 traces graded", r.Progress.Done)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("third run: done %s after the kill; the judge was asked %d times for 60 traces", time.Since(killedAt).Round(time.Millisecond), judge.Count()-before)
+	if r.State != "done" || r.Progress.Done != 60 {
+		t.Fatalf("the third run: state %q, %d of 60 traces; want done, 60", r.State, r.Progress.Done)
+	}
+	resp, err = http.Get(replicas[2].url + "/api/v1/datasets/" + d.ID + "/scores?history=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scores struct{ Scores []json.RawMessage }
+	err = json.NewDecoder(resp.Body).Decode(&scores)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the third dataset's scores: %s, %v", resp.Status, err)
+	}
+	if len(scores.Scores) != 60 {
+		t.Errorf("the third run's dataset has %d scores with history; want 60 (each trace graded once)", len(scores.Scores))
+	}
+	// At most the killed worker's calls in flight (4, --eval-concurrency)
+	// and its graded traces not yet stored (as many) are asked again.
+	if calls := judge.Count() - before; calls < 60 || calls > 68 {
+		t.Errorf("the judge was asked %d times for the third run's 60 traces; want 60 to 68", calls)
 	}
 }
 

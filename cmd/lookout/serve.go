@@ -28,7 +28,7 @@ func newServeCmd() *cobra.Command {
 	var quiet, noBackground bool
 	var evalConc int
 	var cpuProfile string
-	var keyCacheTTL time.Duration
+	var keyCacheTTL, runLease time.Duration
 	var df detectorFlags
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:8000] [--db PATH|postgres://...] [--max-body 64MiB]",
@@ -101,7 +101,7 @@ replicas"); --no-background makes one that only answers requests.`,
 				logger.Debug("garbage collector set", "gogc", gc.Percent, "memory_limit_bytes", gc.Limit)
 			}
 			cfg := server.Config{Store: st, Logger: logger, MaxBody: limit, EvalConcurrency: evalConc, Gateway: gw, DetectorModel: model, TrustedProxies: proxies, Prices: prices,
-				NoBackground: noBackground, KeyCacheTTL: keyCacheTTL}
+				NoBackground: noBackground, KeyCacheTTL: keyCacheTTL, RunLease: runLease}
 			if llmURL != "" {
 				cfg.LLM = &eval.LLM{URL: llmURL, Model: llmModel, APIKey: os.Getenv("LOOKOUT_LLM_API_KEY")}
 			}
@@ -190,6 +190,8 @@ replicas"); --no-background makes one that only answers requests.`,
 	// For tests of revocation across servers: a cache that would outlast them.
 	cmd.Flags().DurationVar(&keyCacheTTL, "key-cache-ttl", 0, "how long an API key seen is trusted without a look in the database (0: a second)")
 	cmd.Flags().MarkHidden("key-cache-ttl")
+	cmd.Flags().DurationVar(&runLease, "run-lease", 0, "how long a server's claim on an evaluation run lasts unrenewed: a run whose server died is taken by another within about 1.5 times this (0: 30s)")
+	cmd.Flags().MarkHidden("run-lease")
 	cmd.Flags().StringVar(&pricesFile, "prices", "", "a model price file (JSON, the shape of internal/usage/prices.json) whose models replace or add to the built-in table that estimates costs the sources did not record")
 	cmd.Flags().StringVar(&otlpGRPC, "otlp-grpc", "", "also receive OpenTelemetry traces over OTLP/gRPC on this address (such as 127.0.0.1:4317; off by default)")
 	return cmd

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,8 @@ type RunStore interface {
 	ListRuns(ctx context.Context, datasetID string) ([]store.EvalRun, error)
 	RunsIn(ctx context.Context, state string) ([]store.EvalRun, error)
 	SetRunState(ctx context.Context, id, state, errMsg string) error
+	ClaimRun(ctx context.Context, id, owner string, lease time.Duration) (bool, error)
+	ReleaseRun(ctx context.Context, id, owner string) error
 	LatestStatuses(ctx context.Context, datasetID string) ([]store.TraceStatus, error)
 	ListCriteria(ctx context.Context, datasetID string) ([]store.Criterion, error)
 	ListScores(ctx context.Context, f store.ScoreFilter) ([]store.Score, error)
@@ -29,10 +32,18 @@ type RunStore interface {
 // Runs manages the evaluation runs a server works on in the background:
 // it starts them, follows their progress, cancels them, and stops them
 // (still "running" in the store, to be resumed) when the server stops.
+//
+// Servers on one database share the runs through leases in the store: a
+// server works on a run while it holds the run's lease and renews it
+// every third of the lease; after Resume it looks for running runs whose
+// lease has expired (their server died) every half lease and takes them.
 type Runs struct {
 	store  RunStore
 	runner *Runner
 	log    *slog.Logger
+	owner  string        // this manager's name in the runs' leases
+	lease  time.Duration // how long a lease lasts unrenewed
+	adopt  sync.Once     // starts the loop that takes runs left without a server
 
 	mu     sync.Mutex
 	active map[string]*activeRun
@@ -54,8 +65,26 @@ type activeRun struct {
 func NewRuns(st RunStore, r Runner, log *slog.Logger) *Runs {
 	r.Store = st
 	ctx, stop := context.WithCancel(context.Background())
-	return &Runs{store: st, runner: &r, log: log, active: map[string]*activeRun{}, base: ctx, stop: stop}
+	return &Runs{store: st, runner: &r, log: log, owner: rand.Text(), lease: DefaultLease,
+		active: map[string]*activeRun{}, base: ctx, stop: stop}
 }
+
+// DefaultLease is how long a server's lease of a run lasts unrenewed: a
+// run whose server died is taken by another within about one and a half
+// of it.
+const DefaultLease = 30 * time.Second
+
+// SetLease sets how long the manager's leases last (before any run
+// starts; tests shorten it).
+func (m *Runs) SetLease(d time.Duration) {
+	if d > 0 {
+		m.lease = d
+	}
+}
+
+// errLeaseLost ends a worker whose run another server has taken (this one
+// could not renew its lease in time).
+var errLeaseLost = errors.New("the run's lease was taken by another server")
 
 // Create starts a run over dataset d with criteria, a JSON list as in a
 // criteria file, or, when nil, the dataset's saved criteria. Criteria that
@@ -90,7 +119,13 @@ func (m *Runs) Create(ctx context.Context, d store.Dataset, name string, criteri
 	if err != nil {
 		return store.EvalRun{}, err
 	}
-	m.start(run)
+	// Unclaimed, the run is left to the next server that looks (this one
+	// included, within half a lease).
+	if held, err := m.store.ClaimRun(ctx, run.ID, m.owner, m.lease); err != nil {
+		m.log.Warn("evaluation run: cannot claim it; another server or a later look takes it", "run", run.ID, "err", err)
+	} else if held {
+		m.startHeld(ctx, run)
+	}
 	return run, nil
 }
 
@@ -98,13 +133,26 @@ func (m *Runs) Create(ctx context.Context, d store.Dataset, name string, criteri
 // cancelled it.
 const cancelCheck = 500 * time.Millisecond
 
-// start works on run in the background until it is done, cancelled, or
-// the manager stops (then it stays "running" and Resume picks it up).
-func (m *Runs) start(run store.EvalRun) {
+// startHeld starts run, whose lease the manager holds, or releases the
+// lease when the manager has stopped.
+func (m *Runs) startHeld(ctx context.Context, run store.EvalRun) {
+	if m.start(run) || m.base.Err() == nil { // not started: it works on it already
+		return
+	}
+	if err := m.store.ReleaseRun(ctx, run.ID, m.owner); err != nil {
+		m.log.Warn("evaluation run: cannot release its lease", "run", run.ID, "err", err)
+	}
+}
+
+// start works on run, whose lease the manager holds, in the background
+// until it is done, cancelled, its lease lost, or the manager stops (then
+// it stays "running", its lease released, for any server to take). It
+// reports whether it started it.
+func (m *Runs) start(run store.EvalRun) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.active[run.ID]; ok || m.base.Err() != nil {
-		return
+		return false
 	}
 	ctx, cancel := context.WithCancelCause(m.base)
 	ar := &activeRun{cancel: cancel, subs: map[chan Progress]struct{}{}, done: make(chan struct{}), prog: Progress{Total: run.Total}}
@@ -123,6 +171,7 @@ func (m *Runs) start(run store.EvalRun) {
 			cancel(ErrCancelled)
 		}
 	}
+	m.wg.Go(func() { m.renew(ctx, run.ID, cancel, ar.done) })
 	m.wg.Go(func() {
 		err := m.runner.Run(ctx, run, report)
 		m.finish(ctx, run, err)
@@ -131,6 +180,41 @@ func (m *Runs) start(run store.EvalRun) {
 		m.mu.Unlock()
 		close(ar.done)
 	})
+	return true
+}
+
+// renew renews the lease of run id every third of a lease until done is
+// closed; a lease it no longer holds ends the worker: cancelled when the
+// run was cancelled through another server, lost otherwise (another server
+// took it after renewals failed for a whole lease).
+func (m *Runs) renew(ctx context.Context, id string, cancel context.CancelCauseFunc, done <-chan struct{}) {
+	tick := time.NewTicker(m.lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		held, err := m.store.ClaimRun(ctx, id, m.owner, m.lease)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.Warn("evaluation run: cannot renew its lease; trying again", "run", id, "err", err)
+			}
+			continue
+		}
+		if held {
+			continue
+		}
+		if r, err := m.store.Run(ctx, id); err == nil && r.State != store.RunRunning {
+			cancel(ErrCancelled)
+		} else {
+			cancel(errLeaseLost)
+		}
+		return
+	}
 }
 
 // report records a run's progress and tells its watchers.
@@ -147,16 +231,22 @@ func (ar *activeRun) report(p Progress) {
 }
 
 // finish records how a run ended: done, cancelled by request, or failed;
-// a run stopped with the manager stays running, to be resumed.
+// a run stopped with the manager stays running, its lease released so
+// that another server takes it at once; one whose lease was lost is the
+// new holder's to record.
 func (m *Runs) finish(ctx context.Context, run store.EvalRun, err error) {
-	end := context.WithoutCancel(ctx)
+	end, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	switch {
 	case err == nil:
 		err = m.store.SetRunState(end, run.ID, store.RunDone, "")
 	case errors.Is(context.Cause(ctx), ErrCancelled):
 		err = m.store.SetRunState(end, run.ID, store.RunCancelled, "")
-	case m.base.Err() != nil:
+	case errors.Is(context.Cause(ctx), errLeaseLost):
+		m.log.Warn("evaluation run: another server took it", "run", run.ID)
 		err = nil
+	case m.base.Err() != nil:
+		err = m.store.ReleaseRun(end, run.ID, m.owner)
 	default:
 		m.log.Error("evaluation run failed", "run", run.ID, "err", err)
 		err = m.store.SetRunState(end, run.ID, store.RunError, err.Error())
@@ -166,15 +256,55 @@ func (m *Runs) finish(ctx context.Context, run store.EvalRun, err error) {
 	}
 }
 
-// Resume starts again every run left running (by a restart or a crash);
-// traces they finished are not evaluated again.
+// Resume takes every running run without a server (left by a restart
+// or a crash, or its server gone) and goes on with it; traces it finished
+// are not evaluated again. From then on it looks again every half lease.
 func (m *Runs) Resume(ctx context.Context) error {
+	if err := m.takeOrphans(ctx); err != nil {
+		return err
+	}
+	m.adopt.Do(func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.base.Err() != nil {
+			return
+		}
+		m.wg.Go(func() {
+			tick := time.NewTicker(m.lease / 2)
+			defer tick.Stop()
+			for {
+				select {
+				case <-m.base.Done():
+					return
+				case <-tick.C:
+				}
+				if err := m.takeOrphans(m.base); err != nil && m.base.Err() == nil {
+					m.log.Warn("evaluation runs: cannot look for runs without a server", "err", err)
+				}
+			}
+		})
+	})
+	return nil
+}
+
+// takeOrphans claims and starts the running runs whose lease is free or
+// expired.
+func (m *Runs) takeOrphans(ctx context.Context) error {
 	runs, err := m.store.RunsIn(ctx, store.RunRunning)
 	if err != nil {
 		return err
 	}
 	for _, r := range runs {
-		m.start(r)
+		if m.activeRun(r.ID) != nil {
+			continue
+		}
+		held, err := m.store.ClaimRun(ctx, r.ID, m.owner, m.lease)
+		if err != nil {
+			return err
+		}
+		if held {
+			m.startHeld(ctx, r)
+		}
 	}
 	return nil
 }

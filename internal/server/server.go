@@ -76,6 +76,9 @@ type Config struct {
 	// KeyCacheTTL is how long a key seen stays trusted without a look in
 	// the store (0: a second); revocations through any server end it.
 	KeyCacheTTL time.Duration
+	// RunLease is how long a server's lease of an evaluation run lasts
+	// unrenewed (0: eval.DefaultLease); tests shorten it.
+	RunLease time.Duration
 	// NoBackground: Start resumes no evaluation run and builds no trace
 	// from spans; other servers on the database do (a replica that only
 	// answers requests).
@@ -175,6 +178,7 @@ func New(cfg Config) *Server {
 		s.monitor.limit = DefaultIndexCatchUp
 	}
 	s.runs = eval.NewRuns(cfg.Store, eval.Runner{LLM: cfg.LLM, Concurrency: cfg.EvalConcurrency, DetectorModel: cfg.DetectorModel}, s.log)
+	s.runs.SetLease(cfg.RunLease)
 	s.benchmarks = &eval.Benchmarks{Store: cfg.Store, LLM: cfg.LLM, DetectorModel: cfg.DetectorModel, Settle: s.settleDataset}
 	if s.spanBacklog <= 0 {
 		s.spanBacklog = 20000

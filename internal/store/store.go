@@ -680,6 +680,16 @@ type Evals interface {
 	// the running ones at start).
 	RunsIn(ctx context.Context, state string) ([]EvalRun, error)
 	SetRunState(ctx context.Context, id, state, errMsg string) error
+	// ClaimRun gives owner the lease of run id for lease from now, by the
+	// database's clock, when the run is running and its lease is free,
+	// expired or owner's already; held says whether owner holds it after.
+	// A server works on a run only while it holds the run's lease, and
+	// renews it, so that servers on one database never work on one run
+	// together and a run whose server died is taken by another.
+	ClaimRun(ctx context.Context, id, owner string, lease time.Duration) (held bool, err error)
+	// ReleaseRun ends owner's lease of run id, if owner holds it, so that
+	// another server takes the run at once.
+	ReleaseRun(ctx context.Context, id, owner string) error
 	// FinishTraces records the results of traces of a run atomically.
 	FinishTraces(ctx context.Context, runID string, results []TraceResult) error
 	// RunStatuses lists the statuses of a run, by trace then criterion.

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lookout-dev/lookout/internal/store"
 )
@@ -228,10 +231,63 @@ func testCriteriaAndRuns(t *testing.T, open func(t *testing.T) store.Store) {
 	if r, err := e.st.Run(e.ctx, r1.ID); err != nil || r.State != store.RunDone || r.Name != "first" {
 		t.Errorf("Run %+v %v", r, err)
 	}
+	testRunLeases(t, e, r1.ID, r2.ID)
 	// Runs, their statuses and the criteria go with the dataset.
 	wantErr(t, "DeleteDataset", e.st.DeleteDataset(e.ctx, d.ID), nil)
 	_, err = e.st.Run(e.ctx, r1.ID)
 	wantErr(t, "Run after DeleteDataset", err, store.ErrNotFound)
 	_, err = e.st.RunStatuses(e.ctx, r1.ID)
 	wantErr(t, "RunStatuses after DeleteDataset", err, store.ErrNotFound)
+}
+
+// testRunLeases: a running run's lease is held by one owner at a time,
+// renewed by its owner, taken by another once released or expired, and
+// a run that is not running has none to take.
+func testRunLeases(t *testing.T, e *env, done, running string) {
+	t.Helper()
+	claim := func(id, owner string, lease time.Duration) bool {
+		t.Helper()
+		held, err := e.st.ClaimRun(e.ctx, id, owner, lease)
+		if err != nil {
+			t.Fatalf("ClaimRun(%s): %v", owner, err)
+		}
+		return held
+	}
+	if !claim(running, "a", time.Hour) || claim(running, "b", time.Hour) || !claim(running, "a", time.Hour) {
+		t.Fatal("a's lease: want a to take and renew it, and b refused")
+	}
+	if claim(done, "a", time.Hour) {
+		t.Error("a run that is done was claimed")
+	}
+	wantErr(t, "ReleaseRun by one that does not hold it", e.st.ReleaseRun(e.ctx, running, "b"), nil)
+	if claim(running, "b", time.Hour) {
+		t.Error("b took the lease after releasing one it did not hold")
+	}
+	wantErr(t, "ReleaseRun", e.st.ReleaseRun(e.ctx, running, "a"), nil)
+	if !claim(running, "b", time.Millisecond) {
+		t.Fatal("b could not take a released lease")
+	}
+	time.Sleep(20 * time.Millisecond) // past b's lease, by the database's clock too
+	// Of owners claiming an expired lease at once, one gets it.
+	var won atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			held, err := e.st.ClaimRun(e.ctx, running, fmt.Sprintf("c%d", i), time.Hour)
+			if err != nil {
+				t.Errorf("ClaimRun c%d: %v", i, err)
+			}
+			if held {
+				won.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if won.Load() != 1 {
+		t.Errorf("%d of 8 owners took one expired lease; want 1", won.Load())
+	}
+	_, err := e.st.ClaimRun(e.ctx, running, "", time.Hour)
+	wantErr(t, "ClaimRun without an owner", err, store.ErrInvalid)
+	_, err = e.st.ClaimRun(e.ctx, running, "d", 0)
+	wantErr(t, "ClaimRun without a lease", err, store.ErrInvalid)
 }

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/lookout-dev/lookout/internal/store"
 	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
@@ -253,6 +254,36 @@ func (s *Store) SetRunState(ctx context.Context, id, state, errMsg string) error
 	}
 	if n == 0 {
 		return s.notFound("run %s", id)
+	}
+	return nil
+}
+
+// ClaimRun gives owner run id's lease (see store.Store). One UPDATE of
+// the run's row: of two servers that claim it at once, PostgreSQL lets the
+// second see the first's lease before it decides.
+func (s *Store) ClaimRun(ctx context.Context, id, owner string, lease time.Duration) (bool, error) {
+	if !storeutil.ValidID(id) {
+		return false, s.notFound("run %q", id)
+	}
+	if owner == "" || lease <= 0 {
+		return false, s.errorf("claim run %s: %w: an owner and a positive lease", id, store.ErrInvalid)
+	}
+	now := s.D.NowMillis
+	n, err := s.W.Exec(ctx, `UPDATE eval_runs SET lease_owner = $2, lease_until = `+now+` + $3
+		WHERE id = $1 AND state = 'running' AND (lease_owner = $2 OR lease_until < `+now+`)`, id, owner, lease.Milliseconds())
+	if err != nil {
+		return false, s.Fail(ctx, err, "claim run %s", id)
+	}
+	return n == 1, nil
+}
+
+// ReleaseRun ends owner's lease of run id (see store.Store).
+func (s *Store) ReleaseRun(ctx context.Context, id, owner string) error {
+	if !storeutil.ValidID(id) {
+		return s.notFound("run %q", id)
+	}
+	if _, err := s.W.Exec(ctx, `UPDATE eval_runs SET lease_owner = '', lease_until = 0 WHERE id = $1 AND lease_owner = $2`, id, owner); err != nil {
+		return s.Fail(ctx, err, "release run %s", id)
 	}
 	return nil
 }

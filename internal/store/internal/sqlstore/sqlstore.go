@@ -149,19 +149,24 @@ type Dialect struct {
 	// numbers or arrays of numbers by key (the SQLite backend's
 	// lookout_sum_object); "" to sum the rows of json_each by key.
 	SumObject string
+	// NowMillis is the database's clock in Unix milliseconds, which
+	// servers on one database agree on.
+	NowMillis string
 }
 
 // SQLite is the dialect of the SQLite backend.
 var SQLite = Dialect{Name: "sqlite", MicrosTime: true, Seq: "rowid", AnnotationSeq: "rowid",
 	ExtraIs: `json_extract(extra, '$."' || $3 || '"') = $4`, InList: `IN (SELECT value FROM json_each($2))`, JSONList: true,
 	Elems:       `json_each($1)`,
-	ScoreNumber: `CASE s.value WHEN 'true' THEN 1.0 WHEN 'false' THEN 0.0 ELSE (CASE WHEN json_valid(s.value) THEN CASE WHEN json_type(s.value) IN ('integer', 'real') THEN CASE WHEN abs(CAST(s.value AS REAL)) <= 1.7976931348623157e308 THEN CAST(s.value AS REAL) END END END) END`, SumObject: "lookout_sum_object"}
+	ScoreNumber: `CASE s.value WHEN 'true' THEN 1.0 WHEN 'false' THEN 0.0 ELSE (CASE WHEN json_valid(s.value) THEN CASE WHEN json_type(s.value) IN ('integer', 'real') THEN CASE WHEN abs(CAST(s.value AS REAL)) <= 1.7976931348623157e308 THEN CAST(s.value AS REAL) END END END) END`, SumObject: "lookout_sum_object",
+	NowMillis: `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`}
 
 // Postgres is the dialect of the PostgreSQL backend.
 var Postgres = Dialect{Name: "postgres", C: ` COLLATE "C"`, ForUpdate: ` FOR UPDATE`, ForShare: ` FOR SHARE`, Seq: "id", AnnotationSeq: "seq",
 	ExtraIs: `extra IS NOT NULL AND extra::jsonb ->> $3 = $4`, InList: `= ANY($2::text[])`,
 	Elems:       `unnest($1::uuid[]) AS value`,
-	ScoreNumber: `CASE s.value WHEN 'true' THEN 1.0::float8 WHEN 'false' THEN 0.0::float8 ELSE (CASE WHEN jsonb_typeof(s.value::jsonb) = 'number' THEN CASE WHEN abs((s.value::jsonb)::numeric) <= 1.7976931348623157e308 THEN (s.value::jsonb)::numeric::float8 END END) END`}
+	ScoreNumber: `CASE s.value WHEN 'true' THEN 1.0::float8 WHEN 'false' THEN 0.0::float8 ELSE (CASE WHEN jsonb_typeof(s.value::jsonb) = 'number' THEN CASE WHEN abs((s.value::jsonb)::numeric) <= 1.7976931348623157e308 THEN (s.value::jsonb)::numeric::float8 END END) END`,
+	NowMillis:   `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`}
 
 // Time is a time as the dialect stores it, for a statement's argument.
 func (d *Dialect) Time(t time.Time) any {
