@@ -51,6 +51,12 @@ func startChild(t *testing.T, db string, args ...string) *child {
 func startChildErr(t *testing.T, db string, args ...string) (*child, error) {
 	cmd := exec.Command(os.Args[0], append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--quiet"}, args...)...)
 	cmd.Env = append(os.Environ(), "LOOKOUT_TEST_MAIN=1")
+	return startServe(t, cmd)
+}
+
+// startServe starts cmd, a `lookout serve` on a free port, and waits for
+// the line that says where it serves.
+func startServe(t *testing.T, cmd *exec.Cmd) (*child, error) {
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
