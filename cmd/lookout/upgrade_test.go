@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -49,7 +48,8 @@ func previousBinary(t *testing.T) (string, string) {
 		t.Fatalf("git archive %s: %v\n%s", prev, err, out)
 	}
 	bin := filepath.Join(dir, "lookout-previous")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/lookout")
+	// go test puts its own go first in the PATH of what it runs.
+	build := exec.Command("go", "build", "-o", bin, "./cmd/lookout")
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", prev, err, out)
