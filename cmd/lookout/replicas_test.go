@@ -697,3 +697,76 @@ func spansOf(t *testing.T, base, id string) int {
 	}
 	return len(tr.Spans)
 }
+
+// TestReplicasGatewayConversation: the calls of one agent's conversation
+// through the gateway, each to another replica, extend one trace (the
+// conversation is matched in the database, not in a replica's memory).
+func TestReplicasGatewayConversation(t *testing.T) {
+	upstream := chattest.New(t, func(r *chattest.Request) chattest.Reply {
+		return chattest.Reply{Content: "answer to " + r.User()}
+	})
+	replicas := startReplicas(t, pgtest.URL(t), 3, "--gateway-openai-url", upstream.URL)
+	messages := []map[string]string{{"role": "system", "content": "You are terse."}}
+	for turn := range 4 {
+		question := fmt.Sprintf("question %d", turn)
+		messages = append(messages, map[string]string{"role": "user", "content": question})
+		body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": messages})
+		replica := replicas[turn%len(replicas)]
+		req, _ := http.NewRequest("POST", replica.url+"/api/v1/gateway/conversation/openai/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer sk-test")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			Choices []struct{ Message struct{ Content string } }
+		}
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || len(out.Choices) != 1 {
+			t.Fatalf("turn %d through replica %d: %s, %v", turn, turn%len(replicas), resp.Status, err)
+		}
+		messages = append(messages, map[string]string{"role": "assistant", "content": out.Choices[0].Message.Content})
+	}
+	c, err := client.New(replicas[0].url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.FindDataset(context.Background(), "conversation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Traces(context.Background(), d.ID, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Traces) != 1 {
+		t.Fatalf("four turns of one conversation through three replicas made %d traces, want 1", len(p.Traces))
+	}
+	resp, err := http.Get(replicas[1].url + "/api/v1/traces/" + p.Traces[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tr struct {
+		Events []struct {
+			Role    string
+			Content any
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tr); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range tr.Events {
+		got = append(got, fmt.Sprintf("%s: %v", e.Role, e.Content))
+	}
+	var want []string
+	for _, m := range messages {
+		want = append(want, m["role"]+": "+m["content"])
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the conversation's trace:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

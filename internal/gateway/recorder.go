@@ -27,11 +27,19 @@ type ConversationStore interface {
 // in memory is looked up in the store by its heads (after a restart, or
 // when memory let it go). One writer goroutine commits the calls in order,
 // so a conversation's calls are appended in the order they were made.
+//
+// Shared is for a store other servers write too (replicas on one
+// PostgreSQL database), where the agent's next call may reach another
+// server: each call is then looked up in the store first (another server
+// may have extended the conversation since this one saw it), and Record
+// returns only once the call is committed, so that any server finds it.
 type Recorder struct {
 	st  ConversationStore
 	log *slog.Logger
 	// Changed is told of each trace a commit changed (live updates).
 	Changed func(traceID string)
+	// Shared: see above; set before the first call.
+	Shared bool
 
 	mu      sync.Mutex
 	byHead  map[convKey]*Conversation
@@ -71,6 +79,7 @@ type call struct {
 	spans       []trace.Span
 	annotations []store.Annotation
 	head        string
+	committed   chan struct{} // Shared: closed when the call's batch is written
 }
 
 // NewRecorder returns a recorder over st.
@@ -85,14 +94,16 @@ func NewRecorder(st ConversationStore, log *slog.Logger) *Recorder {
 // call's events (heads = Heads(events)), and how many events it holds; a
 // call that continues no conversation starts one (0 events).
 func (r *Recorder) Lookup(ctx context.Context, ownerID, datasetID string, heads []string) (*Conversation, int, error) {
-	r.mu.Lock()
-	for k := len(heads); k > 0; k-- {
-		if c := r.byHead[convKey{datasetID, heads[k-1]}]; c != nil && c.queued == k {
-			r.mu.Unlock()
-			return c, k, nil
+	if !r.Shared {
+		r.mu.Lock()
+		for k := len(heads); k > 0; k-- {
+			if c := r.byHead[convKey{datasetID, heads[k-1]}]; c != nil && c.queued == k {
+				r.mu.Unlock()
+				return c, k, nil
+			}
 		}
+		r.mu.Unlock()
 	}
-	r.mu.Unlock()
 	if len(heads) > 0 {
 		// The store looks up so many heads at most: the longest prefixes,
 		// which a conversation's next call matches.
@@ -145,8 +156,9 @@ func (r *Recorder) register(c *Conversation) {
 // before it (which Record and the writer only read, so they may be shared),
 // own the events the call adds, head the head of all. The call is written
 // in the background; Record waits only when the queue is full (until ctx
-// ends: then the call is not recorded and the error says so). Call it
-// before answering the agent.
+// ends: then the call is not recorded and the error says so), and, when
+// Shared, until the call is committed (or ctx ends; the write goes on).
+// Call it before answering the agent.
 func (r *Recorder) Record(ctx context.Context, c *Conversation, prior, own []trace.Event, spans []trace.Span, annotations []store.Annotation, head string) error {
 	from := len(prior)
 	r.mu.Lock()
@@ -178,12 +190,21 @@ func (r *Recorder) Record(ctx context.Context, c *Conversation, prior, own []tra
 	r.mu.Unlock()
 	defer r.sending.Done()
 	cl := &call{conv: c, prior: prior, own: own, spans: spans, annotations: annotations, head: head}
+	if r.Shared {
+		cl.committed = make(chan struct{})
+	}
 	select {
 	case r.queue <- cl:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if cl.committed != nil {
+		select {
+		case <-cl.committed:
+		case <-ctx.Done():
+		}
+	}
+	return nil
 }
 
 // Close writes what is queued (until ctx ends) and stops the writer.
@@ -243,6 +264,13 @@ type group struct {
 func (r *Recorder) commit(batch []*call) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	defer func() {
+		for _, cl := range batch {
+			if cl.committed != nil {
+				close(cl.committed)
+			}
+		}
+	}()
 	type dsKey struct{ owner, dataset string }
 	var order []dsKey
 	byDS := map[dsKey][]*group{}

@@ -144,3 +144,64 @@ func TestRecorderLongConversation(t *testing.T) {
 		t.Fatalf("the next call of a %d-event conversation found %d events (%v), want %d", n, from, err, n)
 	}
 }
+
+// TestRecordersShared: two Shared recorders on one store, as two replicas
+// on one database, take turns at one conversation's calls; it stays one
+// trace with every event in order, though each recorder's memory misses
+// the other's calls (without Shared the first recorder, back at turn 2,
+// would match its own stale turn 0 and start a second trace).
+func TestRecordersShared(t *testing.T) {
+	ctx := context.Background()
+	st, u, d := recorderStore(t)
+	recs := []*Recorder{NewRecorder(st, nil), NewRecorder(st, nil)}
+	for _, r := range recs {
+		r.Shared = true
+	}
+	const turns = 5
+	var events []trace.Event
+	for turn := range turns {
+		rec := recs[turn%2]
+		events = append(events, trace.Event{Role: "user", Content: trace.TextContent(fmt.Sprintf("turn %d", turn))})
+		heads := Heads(events)
+		conv, n, err := rec.Lookup(ctx, u.ID, d.ID, heads)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 2*turn {
+			t.Fatalf("turn %d on recorder %d: found %d events, want %d", turn, turn%2, n, 2*turn)
+		}
+		answer := trace.Event{Role: "assistant", Content: trace.TextContent(fmt.Sprintf("answer %d", turn))}
+		all := append(append([]trace.Event(nil), events...), answer)
+		head := ExtendHeads(heads[len(heads)-1], []trace.Event{answer})[0]
+		// Record returns once the call is committed: the other recorder
+		// finds it in the store at once.
+		if err := rec.Record(ctx, conv, all[:n], all[n:], nil, nil, head); err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, answer)
+	}
+	for _, r := range recs {
+		if err := r.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, _, err := st.ListTraces(ctx, d.ID, store.Page{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
+		t.Fatalf("%d traces for one conversation through two recorders, want 1", len(list))
+	}
+	got, err := st.Trace(ctx, list[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Trace.Events) != 2*turns {
+		t.Fatalf("%d events, want %d", len(got.Trace.Events), 2*turns)
+	}
+	for i, e := range got.Trace.Events {
+		if e.Content.Text != events[i].Content.Text {
+			t.Errorf("event %d: %q, want %q", i, e.Content.Text, events[i].Content.Text)
+		}
+	}
+}
