@@ -706,6 +706,30 @@ func TestReplicasGatewayConversation(t *testing.T) {
 		return chattest.Reply{Content: "answer to " + r.User()}
 	})
 	replicas := startReplicas(t, pgtest.URL(t), 3, "--gateway-openai-url", upstream.URL)
+	// Each replica knows of the others (they say so every 5 s, and answer
+	// a newcomer at once).
+	deadline := time.Now().Add(30 * time.Second)
+	for _, r := range replicas {
+		for {
+			resp, err := http.Get(r.url + "/api/v1/backlog")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bl struct{ Servers int }
+			err = json.NewDecoder(resp.Body).Decode(&bl)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bl.Servers == 3 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %s knows of %d servers, want 3", r.url, bl.Servers)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	messages := []map[string]string{{"role": "system", "content": "You are terse."}}
 	for turn := range 4 {
 		question := fmt.Sprintf("question %d", turn)

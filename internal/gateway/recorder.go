@@ -28,27 +28,30 @@ type ConversationStore interface {
 // when memory let it go). One writer goroutine commits the calls in order,
 // so a conversation's calls are appended in the order they were made.
 //
-// Shared is for a store other servers write too (replicas on one
-// PostgreSQL database), where the agent's next call may reach another
-// server: each call is then looked up in the store first (another server
-// may have extended the conversation since this one saw it), and Record
-// returns only once the call is committed, so that any server finds it.
+// Shared says whether other servers write conversations to the store too
+// (replicas on one PostgreSQL database), so that the agent's next call may
+// reach another server: each call is then looked up in the store first
+// (another server may have extended the conversation since this one saw
+// it), and Record returns only once the call is committed, so that any
+// server finds it. When it turns false again, what memory holds is
+// forgotten (others may have moved those conversations on).
 type Recorder struct {
 	st  ConversationStore
 	log *slog.Logger
 	// Changed is told of each trace a commit changed (live updates).
 	Changed func(traceID string)
-	// Shared: see above; set before the first call.
-	Shared bool
+	// Shared: see above (nil: never); set before the first call.
+	Shared func() bool
 
-	mu      sync.Mutex
-	byHead  map[convKey]*Conversation
-	order   []convKey // registration order, for eviction
-	queue   chan *call
-	sending sync.WaitGroup // Record calls between registering and queueing
-	started bool
-	closed  bool
-	done    chan struct{}
+	mu        sync.Mutex
+	wasShared bool
+	byHead    map[convKey]*Conversation
+	order     []convKey // registration order, for eviction
+	queue     chan *call
+	sending   sync.WaitGroup // Record calls between registering and queueing
+	started   bool
+	closed    bool
+	done      chan struct{}
 }
 
 // maxConversations bounds the conversations kept in memory; older ones are
@@ -94,7 +97,17 @@ func NewRecorder(st ConversationStore, log *slog.Logger) *Recorder {
 // call's events (heads = Heads(events)), and how many events it holds; a
 // call that continues no conversation starts one (0 events).
 func (r *Recorder) Lookup(ctx context.Context, ownerID, datasetID string, heads []string) (*Conversation, int, error) {
-	if !r.Shared {
+	shared := r.shared()
+	r.mu.Lock()
+	if shared {
+		r.wasShared = true
+	} else if r.wasShared {
+		r.wasShared = false
+		clear(r.byHead)
+		r.order = nil
+	}
+	r.mu.Unlock()
+	if !shared {
 		r.mu.Lock()
 		for k := len(heads); k > 0; k-- {
 			if c := r.byHead[convKey{datasetID, heads[k-1]}]; c != nil && c.queued == k {
@@ -190,7 +203,7 @@ func (r *Recorder) Record(ctx context.Context, c *Conversation, prior, own []tra
 	r.mu.Unlock()
 	defer r.sending.Done()
 	cl := &call{conv: c, prior: prior, own: own, spans: spans, annotations: annotations, head: head}
-	if r.Shared {
+	if r.shared() {
 		cl.committed = make(chan struct{})
 	}
 	select {
@@ -206,6 +219,8 @@ func (r *Recorder) Record(ctx context.Context, c *Conversation, prior, own []tra
 	}
 	return nil
 }
+
+func (r *Recorder) shared() bool { return r.Shared != nil && r.Shared() }
 
 // Close writes what is queued (until ctx ends) and stops the writer.
 func (r *Recorder) Close(ctx context.Context) error {

@@ -155,7 +155,7 @@ func TestRecordersShared(t *testing.T) {
 	st, u, d := recorderStore(t)
 	recs := []*Recorder{NewRecorder(st, nil), NewRecorder(st, nil)}
 	for _, r := range recs {
-		r.Shared = true
+		r.Shared = func() bool { return true }
 	}
 	const turns = 5
 	var events []trace.Event

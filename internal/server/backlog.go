@@ -139,6 +139,8 @@ func (s *Server) backlog(w http.ResponseWriter, r *http.Request, p *principal) e
 	writeJSON(w, http.StatusOK, map[string]any{
 		"search_index": idx,
 		"spans":        map[string]any{"pending_traces": pending},
+		// This server and the others heard of on the database lately.
+		"servers": 1 + s.live.others(),
 	})
 	return nil
 }

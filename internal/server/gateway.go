@@ -117,10 +117,9 @@ func (s *Server) initGateway(cfg GatewayConfig) {
 	g.convs = convs
 	rec := gateway.NewRecorder(convs, s.log)
 	rec.Changed = func(id string) { s.live.changed(id) }
-	// A database other servers share (the one with a change feed): the
-	// agent's next call may reach another replica, which must find this
-	// one's in the store.
-	_, rec.Shared = s.st.(changeFeed)
+	// While other servers share the database, the agent's next call may
+	// reach another replica, which must find this one's in the store.
+	rec.Shared = s.live.othersAlive
 	g.proxy = &gateway.Proxy{Client: client, Guard: g.guard, Recorder: rec, Log: s.log}
 	s.gw = g
 }

@@ -38,6 +38,7 @@ type liveHub struct {
 	stop    context.CancelFunc
 	done    sync.WaitGroup
 	on      feedHandlers
+	seen    map[string]time.Time // other servers, when last heard of
 }
 
 // feedHandlers are what the server does with the other servers' notices.
@@ -50,11 +51,21 @@ type feedHandlers struct {
 // A notice is "origin kind [fields...]": noticeTraces with the ids of
 // traces that changed, noticeKeys when an API key was revoked,
 // noticeLogin with the client address and the account name (hex) of a
-// failed login.
+// failed login, noticeAlive every presenceEvery (and in answer to a server
+// not heard of before) so that each server knows whether others share
+// its database.
 const (
 	noticeTraces = "t"
 	noticeKeys   = "k"
 	noticeLogin  = "l"
+	noticeAlive  = "a"
+)
+
+// A server counts another as present for presenceTTL after its last
+// noticeAlive, which each sends every presenceEvery.
+const (
+	presenceEvery = 5 * time.Second
+	presenceTTL   = 3 * presenceEvery
 )
 
 // changeFeed carries notices of changed traces between the servers of one
@@ -84,6 +95,20 @@ func (h *liveHub) startFeed(feed changeFeed, on feedHandlers, log *slog.Logger) 
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stop = cancel
 	h.done.Go(func() { h.publish(ctx, log) })
+	h.done.Go(func() {
+		// Once more a second after the first: servers that started
+		// together may have spoken before the others listened.
+		wait := time.Second
+		for {
+			h.send(noticeAlive)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = presenceEvery
+		}
+	})
 	h.done.Go(func() {
 		err := feed.ListenChanged(ctx, h.heard, h.everyone)
 		if err != nil && ctx.Err() == nil {
@@ -144,6 +169,17 @@ func (h *liveHub) heard(notice string) {
 		return
 	}
 	switch fields[1] {
+	case noticeAlive:
+		h.mu.Lock()
+		if h.seen == nil {
+			h.seen = map[string]time.Time{}
+		}
+		_, known := h.seen[fields[0]]
+		h.seen[fields[0]] = time.Now()
+		h.mu.Unlock()
+		if !known { // a server just started: it hears of this one at once
+			h.send(noticeAlive)
+		}
 	case noticeKeys:
 		if h.on.revoked != nil {
 			h.on.revoked()
@@ -165,6 +201,25 @@ func (h *liveHub) heard(notice string) {
 		h.notify(ids)
 	}
 }
+
+// others is how many other servers on the database were heard of within
+// presenceTTL.
+func (h *liveHub) others() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for origin, at := range h.seen {
+		if time.Since(at) < presenceTTL {
+			n++
+		} else {
+			delete(h.seen, origin)
+		}
+	}
+	return n
+}
+
+// othersAlive says whether other servers share the database.
+func (h *liveHub) othersAlive() bool { return h.others() > 0 }
 
 // keyRevoked tells the other servers to forget the keys they have seen.
 func (h *liveHub) keyRevoked() { h.send(noticeKeys) }

@@ -184,7 +184,8 @@ func (t spanTx) InsertSpanParts(ctx context.Context, parts []spanstore.SpanPart)
 }
 
 // Mark takes the marks' rows in the order given (WITH ORDINALITY): the
-// order spanstore locks them in.
+// order spanstore locks them in. Each gets a number never given before
+// (a build clears a mark only if its number is the one it read).
 func (t spanTx) Mark(ctx context.Context, datasetID string, marks []spanstore.Mark, now time.Time) error {
 	if len(marks) == 0 {
 		return nil
@@ -194,8 +195,8 @@ func (t spanTx) Mark(ctx context.Context, datasetID string, marks []spanstore.Ma
 		tids[i], otelIDs[i], fresh[i] = m.TraceID, m.OTelTraceID, m.Fresh
 	}
 	_, err := t.tx.Exec(ctx, `INSERT INTO otel_pending (trace_id, dataset_id, otel_trace_id, since, touched, seq, fresh)
-		SELECT tr, $1, o, $2, $2, 1, f FROM unnest($3::uuid[], $4::text[], $5::bool[]) WITH ORDINALITY AS t (tr, o, f, n) ORDER BY n
-		ON CONFLICT (trace_id) DO UPDATE SET touched = excluded.touched, seq = otel_pending.seq + 1`,
+		SELECT tr, $1, o, $2, $2, nextval('otel_pending_seq'), f FROM unnest($3::uuid[], $4::text[], $5::bool[]) WITH ORDINALITY AS t (tr, o, f, n) ORDER BY n
+		ON CONFLICT (trace_id) DO UPDATE SET touched = excluded.touched, seq = excluded.seq`,
 		datasetID, now, tids, otelIDs, fresh)
 	return err
 }

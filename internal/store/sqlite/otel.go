@@ -159,12 +159,21 @@ func (t spanTx) InsertSpanParts(ctx context.Context, parts []spanstore.SpanPart)
 	return b.flush(ctx)
 }
 
+// Mark gives each mark a number never given before (a build clears a mark
+// only if its number is the one it read), from the counter.
 func (t spanTx) Mark(ctx context.Context, datasetID string, marks []spanstore.Mark, now time.Time) error {
+	if len(marks) == 0 {
+		return nil
+	}
+	var last int64
+	if err := t.tx.QueryRowContext(ctx, `UPDATE otel_pending_seq SET n = n + ? RETURNING n`, len(marks)).Scan(&last); err != nil {
+		return err
+	}
 	b := batcher{tx: t.tx, head: `INSERT INTO otel_pending (trace_id, dataset_id, otel_trace_id, since, touched, seq, fresh) VALUES `,
-		tail: ` ON CONFLICT (trace_id) DO UPDATE SET touched = excluded.touched, seq = otel_pending.seq + 1`, cols: 7}
+		tail: ` ON CONFLICT (trace_id) DO UPDATE SET touched = excluded.touched, seq = excluded.seq`, cols: 7}
 	defer b.close()
-	for _, m := range marks {
-		if err := b.add(ctx, m.TraceID, datasetID, m.OTelTraceID, micros(now), micros(now), 1, m.Fresh); err != nil {
+	for i, m := range marks {
+		if err := b.add(ctx, m.TraceID, datasetID, m.OTelTraceID, micros(now), micros(now), last-int64(len(marks)-1-i), m.Fresh); err != nil {
 			return err
 		}
 	}

@@ -62,6 +62,7 @@ func Run(t *testing.T, openTB func(tb testing.TB) store.Store) {
 		{"AddSpans", testAddSpans},
 		{"AddSpansChangedMeanwhile", testAddSpansChangedMeanwhile},
 		{"AcceptSpans", testAcceptSpans},
+		{"BuildAfterRebuild", testBuildAfterRebuild},
 		{"AcceptSpansConcurrently", testAcceptSpansConcurrently},
 		{"PendingLater", testPendingLater},
 		{"SearchConformance", testSearchConformance},
