@@ -120,15 +120,15 @@ func (b *bench) close() {
 
 // row is one replica count's figures.
 type row struct {
-	n                          int
-	accepted, otlpE2E          float64 // spans/s
-	otlpDrain                  time.Duration
-	otlpLookout, otlpPG        float64 // CPU µs a span
-	otlpClient                 float64 // the load generator's
-	pushed, pushE2E            float64 // traces/s
-	pushLookout, pushPG        float64 // CPU µs a trace
-	refused                    int
-	otlpNote, pushNote, pgNote string
+	n                   int
+	accepted, otlpE2E   float64 // spans/s
+	otlpDrain           time.Duration
+	otlpLookout, otlpPG float64 // CPU µs a span
+	otlpClient          float64 // the load generator's
+	pushed, pushE2E     float64 // traces/s
+	pushLookout, pushPG float64 // CPU µs a trace
+	refused             int
+	otlpNote            string
 }
 
 func (b *bench) run(ctx context.Context, bin, corpus, pgURL string, ns []int) error {
