@@ -15,6 +15,9 @@ import (
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/lookout-dev/lookout/bench/benchproc"
+	"github.com/lookout-dev/lookout/bench/otelgen"
 )
 
 // The floor: an OTLP/HTTP receiver that reads and decodes each request
@@ -67,8 +70,8 @@ func (floorTarget) start(ctx context.Context, _ *bench, _ string) (server, error
 	if err != nil {
 		return nil, err
 	}
-	c, addr, err := startChild("floor", exec.Command(exe, "-floor-server"), func(line string) string {
-		return afterPrefix(line, "floor: serving ")
+	c, addr, err := benchproc.Start("floor", exec.Command(exe, "-floor-server"), func(line string) string {
+		return benchproc.AfterPrefix(line, "floor: serving ")
 	})
 	if err != nil {
 		return nil, err
@@ -77,21 +80,21 @@ func (floorTarget) start(ctx context.Context, _ *bench, _ string) (server, error
 }
 
 type floorServer struct {
-	c    *child
+	c    *benchproc.Child
 	base string
 }
 
 func (s *floorServer) otlpURL() string { return s.base + "/v1/traces" }
 
 func (s *floorServer) cpu() (cpuUse, error) {
-	t, err := processCPU(s.c.pid())
+	t, err := benchproc.ProcessCPU(s.c.PID())
 	return cpuUse{server: t}, err
 }
 
 // settle has nothing to wait for: the floor stores nothing.
-func (s *floorServer) settle(ctx context.Context, l *load) error { return s.c.alive() }
+func (s *floorServer) settle(ctx context.Context, l *otelgen.Load) error { return s.c.Alive() }
 
-func (s *floorServer) check(ctx context.Context, l *load) (string, error) {
+func (s *floorServer) check(ctx context.Context, l *otelgen.Load) (string, error) {
 	b, err := getBody(ctx, s.base+"/spans")
 	if err != nil {
 		return "", err
@@ -100,13 +103,13 @@ func (s *floorServer) check(ctx context.Context, l *load) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if n != l.spans {
-		return "", fmt.Errorf("the floor decoded %d spans, %d were acknowledged", n, l.spans)
+	if n != l.Spans {
+		return "", fmt.Errorf("the floor decoded %d spans, %d were acknowledged", n, l.Spans)
 	}
 	return fmt.Sprintf("%d spans decoded", n), nil
 }
 
-func (s *floorServer) stop() { s.c.stop() }
+func (s *floorServer) stop() { s.c.Stop() }
 
 // getBody GETs url and returns the body of a 200 answer.
 func getBody(ctx context.Context, url string) ([]byte, error) {

@@ -13,6 +13,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/lookout-dev/lookout/bench/benchproc"
+	"github.com/lookout-dev/lookout/bench/otelgen"
 )
 
 // Jaeger, the peer: v1.76.0, the OpenTelemetry-collector-based binary,
@@ -132,7 +135,7 @@ func (jaegerTarget) start(ctx context.Context, b *bench, _ string) (server, erro
 	}
 	var ports [3]int
 	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
+		if ports[i], err = benchproc.FreePort(); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
@@ -144,7 +147,7 @@ func (jaegerTarget) start(ctx context.Context, b *bench, _ string) (server, erro
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	c, _, err := startChild("jaeger", exec.Command(bin, "--config", path), nil)
+	c, _, err := benchproc.Start("jaeger", exec.Command(bin, "--config", path), nil)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -154,7 +157,7 @@ func (jaegerTarget) start(ctx context.Context, b *bench, _ string) (server, erro
 	// Ready when the query API answers and the receiver listens.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		err := c.alive()
+		err := c.Alive()
 		if err == nil {
 			_, err = getBody(ctx, s.query+"/api/services")
 		}
@@ -165,16 +168,16 @@ func (jaegerTarget) start(ctx context.Context, b *bench, _ string) (server, erro
 				return s, nil
 			}
 		}
-		if c.alive() != nil || time.Now().After(deadline) {
+		if c.Alive() != nil || time.Now().After(deadline) {
 			s.stop()
-			return nil, fmt.Errorf("jaeger did not start: %v\n%s", err, c.out.tail())
+			return nil, fmt.Errorf("jaeger did not start: %v\n%s", err, c.Tail())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
 type jaegerServer struct {
-	c           *child
+	c           *benchproc.Child
 	dir         string
 	otlp, query string
 }
@@ -182,7 +185,7 @@ type jaegerServer struct {
 func (s *jaegerServer) otlpURL() string { return s.otlp }
 
 func (s *jaegerServer) cpu() (cpuUse, error) {
-	t, err := processCPU(s.c.pid())
+	t, err := benchproc.ProcessCPU(s.c.PID())
 	return cpuUse{server: t}, err
 }
 
@@ -198,17 +201,17 @@ type jaegerTraces struct {
 // settle waits until the traces each exporter completed last are whole
 // in Jaeger's query API: the receiver answers before the batch processor
 // hands spans to storage, in the order they came.
-func (s *jaegerServer) settle(ctx context.Context, l *load) error {
-	left := l.last
+func (s *jaegerServer) settle(ctx context.Context, l *otelgen.Load) error {
+	left := l.Last
 	for len(left) > 0 {
-		if err := s.c.alive(); err != nil {
+		if err := s.c.Alive(); err != nil {
 			return err
 		}
 		var tr jaegerTraces
-		err := getJSON(ctx, s.query+"/api/traces/"+traceHex(left[0]), &tr)
+		err := getJSON(ctx, s.query+"/api/traces/"+otelgen.TraceHex(left[0]), &tr)
 		var se *statusError
 		switch {
-		case err == nil && len(tr.Data) == 1 && len(tr.Data[0].Spans) == traceSpans:
+		case err == nil && len(tr.Data) == 1 && len(tr.Data[0].Spans) == otelgen.TraceSpans:
 			left = left[1:]
 			continue
 		case err == nil, errors.As(err, &se) && se.code == http.StatusNotFound:
@@ -227,15 +230,15 @@ func (s *jaegerServer) settle(ctx context.Context, l *load) error {
 // check counts the run's traces by service name, and their spans; should
 // some be missing, it counts again for up to a minute, and says how much
 // later they were all there (the end-to-end time did not wait for them).
-func (s *jaegerServer) check(ctx context.Context, l *load) (string, error) {
+func (s *jaegerServer) check(ctx context.Context, l *otelgen.Load) (string, error) {
 	t0 := time.Now()
 	first := -1 // whole traces at the first count
 	for try := 1; ; try++ {
 		t1 := time.Now()
 		q := url.Values{
-			"service": {l.service},
-			"limit":   {strconv.Itoa(l.traces + 1000)},
-			"start":   {strconv.FormatInt(l.start.Add(-2*time.Minute).UnixMicro(), 10)},
+			"service": {l.Service},
+			"limit":   {strconv.Itoa(l.Traces + 1000)},
+			"start":   {strconv.FormatInt(l.Start.Add(-2*time.Minute).UnixMicro(), 10)},
 			"end":     {strconv.FormatInt(time.Now().Add(time.Minute).UnixMicro(), 10)},
 		}
 		var tr jaegerTraces
@@ -244,29 +247,29 @@ func (s *jaegerServer) check(ctx context.Context, l *load) (string, error) {
 		}
 		whole := 0
 		for _, t := range tr.Data {
-			if len(t.Spans) == traceSpans {
+			if len(t.Spans) == otelgen.TraceSpans {
 				whole++
 			}
 		}
 		if first < 0 {
 			first = whole
 		}
-		if len(tr.Data) == l.traces && whole == l.traces {
-			msg := fmt.Sprintf("%d traces of %d spans found by service", whole, traceSpans)
+		if len(tr.Data) == l.Traces && whole == l.Traces {
+			msg := fmt.Sprintf("%d traces of %d spans found by service", whole, otelgen.TraceSpans)
 			if try > 1 {
 				msg += fmt.Sprintf(" (%d at the end-to-end time, all only %.1f s later)", first, t1.Sub(t0).Seconds())
 			}
 			return msg, nil
 		}
-		if len(tr.Data) > l.traces || time.Since(t0) > time.Minute {
-			return fmt.Sprintf("WARNING: %d traces of service %s (%d whole), %d were sent", len(tr.Data), l.service, whole, l.traces), nil
+		if len(tr.Data) > l.Traces || time.Since(t0) > time.Minute {
+			return fmt.Sprintf("WARNING: %d traces of service %s (%d whole), %d were sent", len(tr.Data), l.Service, whole, l.Traces), nil
 		}
 		time.Sleep(time.Second)
 	}
 }
 
 func (s *jaegerServer) stop() {
-	s.c.stop()
+	s.c.Stop()
 	os.RemoveAll(s.dir)
 }
 

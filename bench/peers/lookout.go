@@ -14,6 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lookout-dev/lookout/bench/benchstore"
+
+	"github.com/lookout-dev/lookout/bench/benchproc"
+	"github.com/lookout-dev/lookout/bench/otelgen"
 )
 
 // Lookout: `lookout serve` built from this checkout, over a fresh SQLite
@@ -57,8 +60,8 @@ func (t lookoutTarget) start(ctx context.Context, b *bench, name string) (server
 	if b.profiles != "" {
 		args = append(args, "--cpuprofile", filepath.Join(b.profiles, name+".pprof"))
 	}
-	c, addr, err := startChild("lookout serve", exec.Command(bin, args...),
-		func(line string) string { return afterPrefix(line, "lookout: serving ") })
+	c, addr, err := benchproc.Start("lookout serve", exec.Command(bin, args...),
+		func(line string) string { return benchproc.AfterPrefix(line, "lookout: serving ") })
 	if err != nil {
 		s.stop()
 		return nil, err
@@ -77,7 +80,7 @@ func (t lookoutTarget) start(ctx context.Context, b *bench, name string) (server
 }
 
 type lookoutServer struct {
-	c       *child
+	c       *benchproc.Child
 	base    string
 	dbPID   int // PostgreSQL's postmaster, when the bench runs it (else 0)
 	pending func(ctx context.Context) (int64, error)
@@ -88,10 +91,10 @@ type lookoutServer struct {
 func (s *lookoutServer) otlpURL() string { return s.base + "/v1/traces" }
 
 func (s *lookoutServer) cpu() (cpuUse, error) {
-	t, err := processCPU(s.c.pid())
+	t, err := benchproc.ProcessCPU(s.c.PID())
 	u := cpuUse{server: t}
 	if err == nil && s.dbPID != 0 {
-		u.db, err = treeCPU(s.dbPID)
+		u.db, err = benchproc.TreeCPU(s.dbPID)
 		u.dbKnown = true
 	}
 	return u, err
@@ -100,12 +103,12 @@ func (s *lookoutServer) cpu() (cpuUse, error) {
 // settle waits until every trace sent is built and found by a search:
 // no pending trace left, the dataset's trace count right, and a search for
 // the run's token (in every trace's last chat span) counting every trace.
-func (s *lookoutServer) settle(ctx context.Context, l *load) error {
+func (s *lookoutServer) settle(ctx context.Context, l *otelgen.Load) error {
 	var id string
 	start := time.Now()
 	var built time.Duration // when no trace was pending any more
 	for {
-		if err := s.c.alive(); err != nil {
+		if err := s.c.Alive(); err != nil {
 			return err
 		}
 		n, err := s.pending(ctx)
@@ -117,7 +120,7 @@ func (s *lookoutServer) settle(ctx context.Context, l *load) error {
 				built = time.Since(start)
 			}
 			if id == "" {
-				if id, err = s.dataset(ctx, l.service); err != nil {
+				if id, err = s.dataset(ctx, l.Service); err != nil {
 					return err
 				}
 			}
@@ -131,16 +134,16 @@ func (s *lookoutServer) settle(ctx context.Context, l *load) error {
 				Total    int  `json:"total"`
 				Estimate bool `json:"total_is_estimate"`
 			}
-			q := url.Values{"q": {l.token}, "limit": {"1"}, "count_cap": {"100000"}}
+			q := url.Values{"q": {l.Token}, "limit": {"1"}, "count_cap": {"100000"}}
 			if err := getJSON(ctx, s.base+"/api/v1/datasets/"+id+"/search?"+q.Encode(), &found); err != nil {
 				return err
 			}
-			if d.TraceCount > l.traces || found.Total > l.traces {
-				return fmt.Errorf("dataset %s holds %d traces and a search finds %d, but %d were sent", l.service, d.TraceCount, found.Total, l.traces)
+			if d.TraceCount > l.Traces || found.Total > l.Traces {
+				return fmt.Errorf("dataset %s holds %d traces and a search finds %d, but %d were sent", l.Service, d.TraceCount, found.Total, l.Traces)
 			}
-			if d.TraceCount == l.traces && found.Total == l.traces && !found.Estimate {
+			if d.TraceCount == l.Traces && found.Total == l.Traces && !found.Estimate {
 				s.checked = fmt.Sprintf("%d traces built (%.1f s after the load), none pending, all found by a search (%.1f s)",
-					l.traces, built.Seconds(), time.Since(start).Seconds())
+					l.Traces, built.Seconds(), time.Since(start).Seconds())
 				return nil
 			}
 		}
@@ -168,11 +171,13 @@ func (s *lookoutServer) dataset(ctx context.Context, name string) (string, error
 	return ds.Datasets[0].ID, nil
 }
 
-func (s *lookoutServer) check(ctx context.Context, l *load) (string, error) { return s.checked, nil }
+func (s *lookoutServer) check(ctx context.Context, l *otelgen.Load) (string, error) {
+	return s.checked, nil
+}
 
 func (s *lookoutServer) stop() {
 	if s.c != nil {
-		s.c.stop()
+		s.c.Stop()
 	}
 	for i := len(s.cleanup) - 1; i >= 0; i-- {
 		s.cleanup[i]()

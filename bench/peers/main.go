@@ -41,6 +41,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lookout-dev/lookout/bench/benchproc"
+	"github.com/lookout-dev/lookout/bench/otelgen"
 )
 
 // target starts a fresh server over a fresh store; name is unique to the
@@ -55,9 +58,9 @@ type server interface {
 	// cpu is the CPU time the server has used since it started.
 	cpu() (cpuUse, error)
 	// settle returns once every span of l is stored and searchable.
-	settle(ctx context.Context, l *load) error
+	settle(ctx context.Context, l *otelgen.Load) error
 	// check says what was found stored, once settled (untimed).
-	check(ctx context.Context, l *load) (string, error)
+	check(ctx context.Context, l *otelgen.Load) (string, error)
 	stop()
 }
 
@@ -221,7 +224,7 @@ func (b *bench) run(ctx context.Context, names []string, rounds, clients int, d,
 	}
 	fmt.Printf("machine: %s/%s, %d CPUs, %s; %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02"))
 	fmt.Printf("load: %d connections, OTLP/HTTP protobuf batches of %d spans, %d-span GenAI agent traces in two batches each, %s a target, %d rounds\n\n",
-		clients, batchSpans, traceSpans, d, rounds)
+		clients, otelgen.BatchSpans, otelgen.TraceSpans, d, rounds)
 	start := time.Now()
 	for r := 1; r <= rounds; r++ {
 		order := slices.Clone(names)
@@ -253,13 +256,13 @@ func (b *bench) one(ctx context.Context, name string, round, clients int, d, dra
 	if err != nil {
 		return result{}, err
 	}
-	self0 := selfCPU()
-	l, err := runLoad(ctx, srv.otlpURL(), clients, d, service, token, uint64(round))
+	self0 := benchproc.SelfCPU()
+	l, err := otelgen.RunLoad(ctx, []string{srv.otlpURL()}, clients, d, service, token, uint64(round))
 	if err != nil {
 		return result{}, err
 	}
-	self1 := selfCPU()
-	loadEnd := l.start.Add(l.elapsed)
+	self1 := benchproc.SelfCPU()
+	loadEnd := l.Start.Add(l.Elapsed)
 	sctx, cancel := context.WithTimeout(ctx, drainMax)
 	err = srv.settle(sctx, l)
 	cancel()
@@ -275,24 +278,24 @@ func (b *bench) one(ctx context.Context, name string, round, clients int, d, dra
 	if err != nil {
 		return result{}, err
 	}
-	spans := float64(l.spans)
+	spans := float64(l.Spans)
 	us := func(t time.Duration) float64 { return float64(t) / float64(time.Microsecond) / spans }
 	res := result{target: name, round: round,
-		accepted: spans / l.elapsed.Seconds(), e2e: spans / stored.Sub(l.start).Seconds(), drain: stored.Sub(loadEnd),
-		p50: l.quantile(0.5), p99: l.quantile(0.99),
+		accepted: spans / l.Elapsed.Seconds(), e2e: spans / stored.Sub(l.Start).Seconds(), drain: stored.Sub(loadEnd),
+		p50: l.Quantile(0.5), p99: l.Quantile(0.99),
 		cpu: us(cpu1.server - cpu0.server), db: us(cpu1.db - cpu0.db), dbKnown: cpu1.dbKnown,
-		client: us(self1 - self0), refused: l.refused}
+		client: us(self1 - self0), refused: l.Refused}
 	cpu := fmt.Sprintf("%.0f µs", res.cpu)
 	if res.dbKnown {
 		cpu = fmt.Sprintf("%.0f µs (lookout %.0f + PostgreSQL %.0f)", res.cpu+res.db, res.cpu, res.db)
 	}
 	refused := ""
-	if l.refused > 0 {
-		refused = fmt.Sprintf(", %d refused and sent again", l.refused)
+	if l.Refused > 0 {
+		refused = fmt.Sprintf(", %d refused and sent again", l.Refused)
 	}
 	fmt.Printf("round %d  %-30s %8s spans/s accepted  %8s end to end (stored %5.1f s after the load)  p50 %6.1f ms  p99 %7.1f ms  CPU a span %s, load generator %.0f µs;  %d spans, %d requests%s; %s\n",
 		round, targets[name].label, thousands(res.accepted), thousands(res.e2e), res.drain.Seconds(), ms(res.p50), ms(res.p99), cpu, res.client,
-		l.spans, l.requests, refused, note)
+		l.Spans, l.Requests, refused, note)
 	return res, nil
 }
 

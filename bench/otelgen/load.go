@@ -1,4 +1,4 @@
-package main
+package otelgen
 
 import (
 	"bytes"
@@ -14,63 +14,69 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// load is what one load run sent and how it went.
-type load struct {
-	service, token string
-	start          time.Time
-	elapsed        time.Duration // until the last answer
-	spans          int64         // acknowledged with 200
-	traces         int           // traces all of whose spans were acknowledged
-	requests       int
-	refused        int // 503 and 429 answers (the batch was sent again)
-	lat            []time.Duration
-	// last are the ids of the traces each exporter's last request
+// Load is what one load run sent and how it went.
+type Load struct {
+	Service, Token string
+	Start          time.Time
+	Elapsed        time.Duration // until the last answer
+	Spans          int64         // acknowledged with 200
+	Traces         int           // traces all of whose spans were acknowledged
+	Requests       int
+	Refused        int // 503 and 429 answers (the batch was sent again)
+	Lat            []time.Duration
+	// Last are the ids of the traces each exporter's last request
 	// completed: the last to become readable.
-	last [][]byte
+	Last [][]byte
 }
 
-func (l *load) quantile(p float64) time.Duration {
-	if len(l.lat) == 0 {
+// Quantile is the p quantile (0 to 1) of the request latencies.
+func (l *Load) Quantile(p float64) time.Duration {
+	if len(l.Lat) == 0 {
 		return 0
 	}
-	return l.lat[min(len(l.lat)-1, int(p*float64(len(l.lat))))]
+	return l.Lat[min(len(l.Lat)-1, int(p*float64(len(l.Lat))))]
 }
 
-// runLoad sends from n exporters for d, then each exporter sends the
+// RunLoad sends from n exporters for d, then each exporter sends the
 // second parts of the traces it began, so that every trace is whole.
-func runLoad(ctx context.Context, url string, n int, d time.Duration, service, token string, seed uint64) (*load, error) {
+// With several urls each exporter sends each request to the next of them,
+// as a balancer without affinity would: a trace's two parts reach
+// different servers.
+func RunLoad(ctx context.Context, urls []string, n int, d time.Duration, service, token string, seed uint64) (*Load, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 5 * time.Minute}
-	l := &load{service: service, token: token, start: time.Now()}
-	deadline := l.start.Add(d)
+	l := &Load{Service: service, Token: token, Start: time.Now()}
+	deadline := l.Start.Add(d)
 	var mu sync.Mutex
 	var firstErr error
 	var wg sync.WaitGroup
 	for c := range n {
 		wg.Go(func() {
-			g := newGenerator(seed*1000+uint64(c), service, token)
+			g := NewGenerator(seed*1000+uint64(c), service, token)
 			var lat []time.Duration
 			var spans int64
 			var traces, refused int
 			var err error
-			send := func(b batch) {
+			next := c
+			send := func(b Batch) {
 				var took []time.Duration
 				var r int
-				took, r, err = post(ctx, hc, url, b.body)
+				took, r, err = post(ctx, hc, urls[next%len(urls)], b.Body)
+				next++
 				lat = append(lat, took...)
 				refused += r
 				if err == nil {
-					spans += int64(b.spans)
-					traces += len(b.complete)
+					spans += int64(b.Spans)
+					traces += len(b.Complete)
 				}
 			}
 			for err == nil && time.Now().Before(deadline) {
-				send(g.next())
+				send(g.Next())
 			}
-			var last batch
+			var last Batch
 			if err == nil {
-				if last = g.flush(); last.spans > 0 {
+				if last = g.Flush(); last.Spans > 0 {
 					send(last)
 				}
 			}
@@ -79,20 +85,20 @@ func runLoad(ctx context.Context, url string, n int, d time.Duration, service, t
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
-			l.lat = append(l.lat, lat...)
-			l.spans += spans
-			l.traces += traces
-			l.refused += refused
-			l.last = append(l.last, last.complete...)
+			l.Lat = append(l.Lat, lat...)
+			l.Spans += spans
+			l.Traces += traces
+			l.Refused += refused
+			l.Last = append(l.Last, last.Complete...)
 		})
 	}
 	wg.Wait()
-	l.elapsed = time.Since(l.start)
+	l.Elapsed = time.Since(l.Start)
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	l.requests = len(l.lat)
-	slices.Sort(l.lat)
+	l.Requests = len(l.Lat)
+	slices.Sort(l.Lat)
 	return l, nil
 }
 

@@ -1,4 +1,6 @@
-package main
+// Package benchproc runs the servers the benches measure as child processes,
+// and reads their CPU time from /proc (Linux).
+package benchproc
 
 import (
 	"bytes"
@@ -12,9 +14,9 @@ import (
 	"time"
 )
 
-// child is a server the bench runs: its output is kept (the last 32 KiB)
+// Child is a server the bench runs: its output is kept (the last 32 KiB)
 // and scanned for the line that says it is ready.
-type child struct {
+type Child struct {
 	name string
 	cmd  *exec.Cmd
 	out  *watch
@@ -22,9 +24,9 @@ type child struct {
 	err  error // of Wait, once done is closed
 }
 
-// startChild starts a command; ready picks the value it waits for out of
+// Start starts a command; ready picks the value it waits for out of
 // an output line ("" for none); with ready nil it does not wait.
-func startChild(name string, cmd *exec.Cmd, ready func(line string) string) (*child, string, error) {
+func Start(name string, cmd *exec.Cmd, ready func(line string) string) (*Child, string, error) {
 	w := &watch{match: ready, found: make(chan string, 1)}
 	cmd.Stdout, cmd.Stderr = w, w
 	// The server dies with the bench, should the bench be killed.
@@ -32,7 +34,7 @@ func startChild(name string, cmd *exec.Cmd, ready func(line string) string) (*ch
 	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("starting %s: %w", name, err)
 	}
-	c := &child{name: name, cmd: cmd, out: w, done: make(chan struct{})}
+	c := &Child{name: name, cmd: cmd, out: w, done: make(chan struct{})}
 	go func() { c.err = cmd.Wait(); close(c.done) }()
 	if ready == nil {
 		return c, "", nil
@@ -43,15 +45,19 @@ func startChild(name string, cmd *exec.Cmd, ready func(line string) string) (*ch
 	case <-c.done:
 		return nil, "", fmt.Errorf("%s exited at start (%v):\n%s", name, c.err, w.tail())
 	case <-time.After(2 * time.Minute):
-		c.stop()
+		c.Stop()
 		return nil, "", fmt.Errorf("%s did not start in 2 minutes:\n%s", name, w.tail())
 	}
 }
 
-func (c *child) pid() int { return c.cmd.Process.Pid }
+// PID is the process id.
+func (c *Child) PID() int { return c.cmd.Process.Pid }
 
-// alive reports an error when the server has exited.
-func (c *child) alive() error {
+// Tail is the end of the server's output (32 KiB at most).
+func (c *Child) Tail() string { return c.out.tail() }
+
+// Alive reports an error when the server has exited.
+func (c *Child) Alive() error {
 	select {
 	case <-c.done:
 		return fmt.Errorf("%s exited (%v):\n%s", c.name, c.err, c.out.tail())
@@ -60,8 +66,8 @@ func (c *child) alive() error {
 	}
 }
 
-// stop asks the server to stop (SIGTERM), and kills it after 30 s.
-func (c *child) stop() {
+// Stop asks the server to stop (SIGTERM), and kills it after 30 s.
+func (c *Child) Stop() {
 	select {
 	case <-c.done:
 		return
@@ -125,8 +131,8 @@ func (w *watch) tail() string {
 	return string(b)
 }
 
-// freePort is a loopback port free a moment ago.
-func freePort() (int, error) {
+// FreePort is a loopback port free a moment ago.
+func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -135,9 +141,9 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// afterPrefix returns what follows prefix in line up to the next space,
+// AfterPrefix returns what follows prefix in line up to the next space,
 // or "".
-func afterPrefix(line, prefix string) string {
+func AfterPrefix(line, prefix string) string {
 	_, rest, ok := strings.Cut(line, prefix)
 	if !ok {
 		return ""

@@ -1,4 +1,6 @@
-package main
+// Package otelgen makes an OpenTelemetry load for the benches (bench/peers,
+// bench/replicas) and sends it over OTLP/HTTP.
+package otelgen
 
 import (
 	"encoding/binary"
@@ -15,10 +17,10 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// The load: GenAI agent traces of traceSpans spans (an invoke_agent span,
+// The load: GenAI agent traces of TraceSpans spans (an invoke_agent span,
 // then chat and execute_tool spans in turn under it, the last chat span
 // giving the final answer), sent as an OpenTelemetry batch span processor
-// sends them: spans as they end, batchSpans a request. Each trace's spans
+// sends them: spans as they end, BatchSpans a request. Each trace's spans
 // are split over two consecutive requests (the agent span, ending last, in
 // the second), so every request both starts traces and completes traces
 // begun in the one before.
@@ -29,12 +31,12 @@ import (
 // two traces are alike while a span costs the generator little (it shares
 // the cores with the servers measured).
 const (
-	traceSpans = 20
-	batchSpans = 512
+	TraceSpans = 20
+	BatchSpans = 512
 )
 
-// generator makes the requests of one exporter.
-type generator struct {
+// Generator makes the requests of one exporter.
+type Generator struct {
 	rng   *rand.Rand
 	token string // in every trace's final answer: what a search finds
 	res   *resourcepb.Resource
@@ -46,16 +48,18 @@ type generator struct {
 	buf      []byte // the last request's body, reused for the next
 }
 
-// batch is one request.
-type batch struct {
-	body     []byte
-	spans    int
-	complete [][]byte // ids of the traces whose last spans are in it
+// Batch is one request.
+type Batch struct {
+	Body     []byte
+	Spans    int
+	Complete [][]byte // ids of the traces whose last spans are in it
 }
 
-func newGenerator(seed uint64, service, token string) *generator {
+// NewGenerator makes an exporter's generator: seed picks its text, service
+// names its resource, token is in every trace's final answer.
+func NewGenerator(seed uint64, service, token string) *Generator {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	g := &generator{
+	g := &Generator{
 		rng:   rng,
 		token: token,
 		res: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
@@ -72,18 +76,18 @@ func newGenerator(seed uint64, service, token string) *generator {
 	return g
 }
 
-// next returns a request of batchSpans spans (its body valid until the
+// Next returns a request of BatchSpans spans (its body valid until the
 // next call): the carried second parts of
 // the traces begun in the last one, then the first parts of new traces.
-func (g *generator) next() batch {
+func (g *Generator) Next() Batch {
 	spans := g.carry
 	complete := g.carryIDs
 	g.carry, g.carryIDs = nil, nil
 	// New traces fill the rest, so many that their second parts make
 	// about half the next batch (the first batch too): k traces split
 	// their room as evenly as may be.
-	room := batchSpans - len(spans)
-	k := max(1, (batchSpans+batchSpans/2+traceSpans/2-len(spans))/traceSpans)
+	room := BatchSpans - len(spans)
+	k := max(1, (BatchSpans+BatchSpans/2+TraceSpans/2-len(spans))/TraceSpans)
 	for i := range k {
 		tr := g.trace()
 		n := room / k
@@ -96,21 +100,21 @@ func (g *generator) next() batch {
 		g.carry = append(g.carry, tr[0])
 		g.carryIDs = append(g.carryIDs, tr[0].TraceId)
 	}
-	return batch{body: g.marshal(spans), spans: len(spans), complete: complete}
+	return Batch{Body: g.marshal(spans), Spans: len(spans), Complete: complete}
 }
 
-// flush returns the request that completes the traces begun in the last
+// Flush returns the request that completes the traces begun in the last
 // batch, and nothing more; a batch with no spans when there are none.
-func (g *generator) flush() batch {
+func (g *Generator) Flush() Batch {
 	spans, complete := g.carry, g.carryIDs
 	g.carry, g.carryIDs = nil, nil
 	if len(spans) == 0 {
-		return batch{}
+		return Batch{}
 	}
-	return batch{body: g.marshal(spans), spans: len(spans), complete: complete}
+	return Batch{Body: g.marshal(spans), Spans: len(spans), Complete: complete}
 }
 
-func (g *generator) marshal(spans []*tracepb.Span) []byte {
+func (g *Generator) marshal(spans []*tracepb.Span) []byte {
 	req := &tracepb.TracesData{ResourceSpans: []*tracepb.ResourceSpans{{
 		Resource:   g.res,
 		ScopeSpans: []*tracepb.ScopeSpans{{Scope: g.scope, Spans: spans}},
@@ -126,7 +130,7 @@ func (g *generator) marshal(spans []*tracepb.Span) []byte {
 
 // trace makes one agent run: the agent span first, then its children in
 // the order they end.
-func (g *generator) trace() []*tracepb.Span {
+func (g *Generator) trace() []*tracepb.Span {
 	r := g.rng
 	k := g.kinds[r.IntN(len(g.kinds))]
 	traceID := g.id(16)
@@ -136,12 +140,12 @@ func (g *generator) trace() []*tracepb.Span {
 	end := time.Now().Add(-time.Duration(r.IntN(500)) * time.Millisecond)
 	t := end.Add(-time.Duration(20+r.IntN(20)) * time.Second)
 	start := t
-	spans := make([]*tracepb.Span, 0, traceSpans)
+	spans := make([]*tracepb.Span, 0, TraceSpans)
 	spans = append(spans, nil) // the agent span, made last
 	var input string           // the next chat span's input messages
 	model := k.models[r.IntN(len(k.models))]
 	input = `[{"role":"user","parts":[{"type":"text","content":"` + k.asks[r.IntN(len(k.asks))] + `"}]}]`
-	steps := (traceSpans - 2) / 2
+	steps := (TraceSpans - 2) / 2
 	for i := range steps + 1 {
 		chat := &tracepb.Span{TraceId: traceID, SpanId: g.id(8), ParentSpanId: rootID, Name: "chat " + model,
 			Kind: tracepb.Span_SPAN_KIND_CLIENT, StartTimeUnixNano: nanos(t)}
@@ -204,7 +208,7 @@ func (g *generator) trace() []*tracepb.Span {
 
 func nanos(t time.Time) uint64 { return uint64(t.UnixNano()) }
 
-func (g *generator) id(n int) []byte {
+func (g *Generator) id(n int) []byte {
 	b := make([]byte, n)
 	for i := 0; i < n; i += 8 {
 		binary.BigEndian.PutUint64(b[i:], g.rng.Uint64()|1)
@@ -215,7 +219,7 @@ func (g *generator) id(n int) []byte {
 const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 // word is n random letters and digits.
-func (g *generator) word(n int) string {
+func (g *Generator) word(n int) string {
 	var b strings.Builder
 	b.Grow(n)
 	for range n {
@@ -240,7 +244,8 @@ func num(k string, v int64) *commonpb.KeyValue {
 	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}}
 }
 
-func traceHex(id []byte) string { return hex.EncodeToString(id) }
+// TraceHex is a trace id as OTLP/JSON and the query APIs write it.
+func TraceHex(id []byte) string { return hex.EncodeToString(id) }
 
 // The agent kinds and their text. Texts hold no double quote nor
 // backslash, so they go into JSON as they are.

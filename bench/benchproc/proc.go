@@ -1,4 +1,4 @@
-package main
+package benchproc
 
 import (
 	"fmt"
@@ -25,15 +25,24 @@ func readStat(pid int) (procStat, error) {
 	if err != nil {
 		return procStat{}, err
 	}
-	// The command name, in parentheses, may hold spaces: fields count
-	// from after its last ")".
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	s, err := parseStat(string(b))
+	if err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
-	f := strings.Fields(string(b[i+1:]))
+	return s, nil
+}
+
+// parseStat reads the fields of a /proc/<pid>/stat line the benches use.
+func parseStat(line string) (procStat, error) {
+	// The command name, in parentheses, may hold spaces and parentheses:
+	// fields count from after its last ")".
+	i := strings.LastIndexByte(line, ')')
+	if i < 0 {
+		return procStat{}, fmt.Errorf("no command name")
+	}
+	f := strings.Fields(line[i+1:])
 	if len(f) < 15 {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+		return procStat{}, fmt.Errorf("%d fields", len(f))
 	}
 	var s procStat
 	var perr error
@@ -50,8 +59,15 @@ func readStat(pid int) (procStat, error) {
 	return s, perr
 }
 
-// processCPU is the CPU time pid and its children waited for have used.
-func processCPU(pid int) (time.Duration, error) {
+// ParentPID is the parent process of pid: a PostgreSQL backend's is the
+// postmaster.
+func ParentPID(pid int) (int, error) {
+	s, err := readStat(pid)
+	return s.ppid, err
+}
+
+// ProcessCPU is the CPU time pid and its children waited for have used.
+func ProcessCPU(pid int) (time.Duration, error) {
 	s, err := readStat(pid)
 	if err != nil {
 		return 0, err
@@ -59,11 +75,11 @@ func processCPU(pid int) (time.Duration, error) {
 	return time.Duration(s.utime+s.stime+s.cutime+s.cstime) * clockTick, nil
 }
 
-// treeCPU is processCPU of pid plus the CPU time of its live children:
+// TreeCPU is ProcessCPU of pid plus the CPU time of its live children:
 // a PostgreSQL postmaster and its backends (those that ended are in the
 // postmaster's cutime and cstime).
-func treeCPU(pid int) (time.Duration, error) {
-	total, err := processCPU(pid)
+func TreeCPU(pid int) (time.Duration, error) {
+	total, err := ProcessCPU(pid)
 	if err != nil {
 		return 0, err
 	}
@@ -82,8 +98,8 @@ func treeCPU(pid int) (time.Duration, error) {
 	return total, nil
 }
 
-// selfCPU is the CPU time of this process: the load generator.
-func selfCPU() time.Duration {
+// SelfCPU is the CPU time of this process: the load generator.
+func SelfCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -1,4 +1,4 @@
-package main
+package otelgen
 
 import (
 	"bytes"
@@ -14,31 +14,31 @@ import (
 // 20-span traces split over two consecutive batches, about 930 bytes a
 // span on the wire, JSON attributes that parse, and text that varies.
 func TestGeneratorLoad(t *testing.T) {
-	g := newGenerator(1, "agent-test", "tok7q2zx9")
+	g := NewGenerator(1, "agent-test", "tok7q2zx9")
 	seen := map[string]int{} // trace id → spans seen
 	firstBatch := map[string]int{}
 	var size, spans int
 	asks := map[string]bool{}
-	var batches []batch
+	var batches []Batch
 	for i := range 40 {
-		b := g.next()
-		b.body = bytes.Clone(b.body) // next reuses it
-		if b.spans != batchSpans {
-			t.Fatalf("batch %d has %d spans, want %d", i, b.spans, batchSpans)
+		b := g.Next()
+		b.Body = bytes.Clone(b.Body) // next reuses it
+		if b.Spans != BatchSpans {
+			t.Fatalf("batch %d has %d spans, want %d", i, b.Spans, BatchSpans)
 		}
 		batches = append(batches, b)
 	}
-	batches = append(batches, g.flush())
+	batches = append(batches, g.Flush())
 	completed := 0
 	for i, b := range batches {
 		var req tracepb.TracesData
-		if err := proto.Unmarshal(b.body, &req); err != nil {
+		if err := proto.Unmarshal(b.Body, &req); err != nil {
 			t.Fatal(err)
 		}
 		n := 0
 		for _, ss := range req.ResourceSpans[0].ScopeSpans[0].Spans {
 			n++
-			id := traceHex(ss.TraceId)
+			id := TraceHex(ss.TraceId)
 			if _, ok := firstBatch[id]; !ok {
 				firstBatch[id] = i
 			} else if firstBatch[id] != i-1 && firstBatch[id] != i {
@@ -62,21 +62,21 @@ func TestGeneratorLoad(t *testing.T) {
 				}
 			}
 		}
-		if n != b.spans {
-			t.Fatalf("batch %d: %d spans, said %d", i, n, b.spans)
+		if n != b.Spans {
+			t.Fatalf("batch %d: %d spans, said %d", i, n, b.Spans)
 		}
-		for _, id := range b.complete {
-			if seen[traceHex(id)] != traceSpans {
-				t.Fatalf("batch %d says it completes trace %s, which has %d spans", i, traceHex(id), seen[traceHex(id)])
+		for _, id := range b.Complete {
+			if seen[TraceHex(id)] != TraceSpans {
+				t.Fatalf("batch %d says it completes trace %s, which has %d spans", i, TraceHex(id), seen[TraceHex(id)])
 			}
 			completed++
 		}
-		size += len(b.body)
-		spans += b.spans
+		size += len(b.Body)
+		spans += b.Spans
 	}
 	for id, n := range seen {
-		if n != traceSpans {
-			t.Fatalf("trace %s has %d spans, want %d", id, n, traceSpans)
+		if n != TraceSpans {
+			t.Fatalf("trace %s has %d spans, want %d", id, n, TraceSpans)
 		}
 		if firstBatch[id] == len(batches)-1 {
 			t.Fatalf("trace %s is all in the last batch, not split", id)
@@ -98,9 +98,9 @@ func TestGeneratorLoad(t *testing.T) {
 }
 
 func BenchmarkGenerator(b *testing.B) {
-	g := newGenerator(1, "agent-test", "tok7q2zx9")
+	g := NewGenerator(1, "agent-test", "tok7q2zx9")
 	for b.Loop() {
-		g.next()
+		g.Next()
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchSpans)/1e3, "µs/span")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*BatchSpans)/1e3, "µs/span")
 }
