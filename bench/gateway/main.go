@@ -90,14 +90,19 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "length of a throughput row")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the runs to FILE (client, server and provider share the process)")
 	only := flag.String("only", "", "run only the rows whose label holds this text (such as \"10 rules\" or \"500-\" or \"first token\" or \"calls/s\")")
+	peer := flag.Bool("peer", false, "with -backend postgres: a second server on the database, as a replica is, so that the gateway commits each call before it answers")
 	flag.Parse()
-	if err := run(*backend, *pgURL, *calls, *warmup, *clients, *duration, *cpuprofile, *only); err != nil {
+	if *peer && *backend != "postgres" {
+		fmt.Fprintln(os.Stderr, "bench/gateway: -peer needs -backend postgres")
+		os.Exit(2)
+	}
+	if err := run(*backend, *pgURL, *calls, *warmup, *clients, *duration, *cpuprofile, *only, *peer); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/gateway:", err)
 		os.Exit(1)
 	}
 }
 
-func run(backend, pgURL string, calls, warmup, clients int, duration time.Duration, cpuprofile, only string) error {
+func run(backend, pgURL string, calls, warmup, clients int, duration time.Duration, cpuprofile, only string, peer bool) error {
 	// As lookout serve sets it (internal/gctune); GOGC in the environment
 	// replaces it, as it does for the server.
 	gc := gctune.Apply()
@@ -136,6 +141,11 @@ func run(backend, pgURL string, calls, warmup, clients int, duration time.Durati
 	key, err := setup(ctx, st)
 	if err != nil {
 		return err
+	}
+	if peer {
+		if err := startPeer(ctx, st, srv, lookout, key); err != nil {
+			return err
+		}
 	}
 	b := &bench{
 		direct:     fake.URL() + "/chat/completions",
@@ -585,4 +595,40 @@ func gcSetting(v int, env string) string {
 		return fmt.Sprintf("%d MiB", v)
 	}
 	return fmt.Sprint(v)
+}
+
+// startPeer starts the server's change feed and a second server on its
+// database, and waits until the first knows of the second (they tell each
+// other over the feed): its gateway then records as with replicas.
+func startPeer(ctx context.Context, st store.Store, srv *server.Server, lookout, key string) error {
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	other := server.New(server.Config{Store: st, Logger: slog.New(slog.DiscardHandler), NoBackground: true})
+	if err := other.Start(ctx); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", lookout+"/api/v1/backlog", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		var bl struct{ Servers int }
+		err = json.NewDecoder(resp.Body).Decode(&bl)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if bl.Servers >= 2 {
+			fmt.Println("peer: a second server on the database; the gateway commits each call before it answers")
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the server did not hear of its peer in 30 s (it knows of %d servers)", bl.Servers)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

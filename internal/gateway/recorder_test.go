@@ -205,3 +205,33 @@ func TestRecordersShared(t *testing.T) {
 		}
 	}
 }
+
+// TestRecorderFindsFarPrefix: a call that adds more messages than the
+// recorder looks up first (nearHeads) still continues its conversation,
+// found in the store by the older prefix.
+func TestRecorderFindsFarPrefix(t *testing.T) {
+	ctx := context.Background()
+	st, u, d := recorderStore(t)
+	var events []trace.Event
+	for i := range 5 {
+		events = append(events, trace.Event{Role: "user", Content: trace.TextContent(fmt.Sprintf("message %d", i))})
+	}
+	first := NewRecorder(st, nil)
+	conv, n, err := first.Lookup(ctx, u.ID, d.ID, Heads(events))
+	if err != nil || n != 0 {
+		t.Fatalf("first call: %d events found, %v", n, err)
+	}
+	if err := first.Record(ctx, conv, nil, events, nil, nil, Heads(events)[len(events)-1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 * nearHeads {
+		events = append(events, trace.Event{Role: "tool", Content: trace.TextContent(fmt.Sprintf("output %d", i))})
+	}
+	_, n, err = NewRecorder(st, nil).Lookup(ctx, u.ID, d.ID, Heads(events))
+	if err != nil || n != 5 {
+		t.Fatalf("a call %d messages on: found %d events (%v), want the stored 5", 3*nearHeads, n, err)
+	}
+}
