@@ -794,3 +794,74 @@ func TestReplicasGatewayConversation(t *testing.T) {
 		t.Errorf("the conversation's trace:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestReplicasSessionSteps: guarded steps of one session (POST
+// /api/v1/gateway/{dataset}/steps, as `lookout mcp` sends them) sent at
+// once through three replicas all land in the session's one trace: a step
+// that another replica's step beat to the trace is read and checked again
+// after it, not refused.
+func TestReplicasSessionSteps(t *testing.T) {
+	replicas := startReplicas(t, pgtest.URL(t), 3)
+	step := func(replica int, text string) error {
+		body := fmt.Sprintf(`{"session": "s-1", "events": [{"role": "user", "content": %q}]}`, text)
+		resp, err := http.Post(replicas[replica].url+"/api/v1/gateway/stepped/steps", "application/json", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(resp.Body)
+			return fmt.Errorf("%s: %s", resp.Status, b)
+		}
+		return nil
+	}
+	if err := step(0, "opening"); err != nil {
+		t.Fatal(err)
+	}
+	const steps = 30
+	var wg sync.WaitGroup
+	for k := range steps {
+		wg.Go(func() {
+			if err := step(k%len(replicas), fmt.Sprintf("step %d", k)); err != nil {
+				t.Errorf("step %d through replica %d: %v", k, k%len(replicas), err)
+			}
+		})
+	}
+	wg.Wait()
+	c, err := client.New(replicas[1].url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.FindDataset(context.Background(), "stepped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Traces(context.Background(), d.ID, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Traces) != 1 {
+		t.Fatalf("one session made %d traces, want 1", len(p.Traces))
+	}
+	resp, err := http.Get(replicas[2].url + "/api/v1/traces/" + p.Traces[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tr struct{ Events []struct{ Content string } }
+	if err := json.NewDecoder(resp.Body).Decode(&tr); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, e := range tr.Events {
+		seen[e.Content]++
+	}
+	if len(tr.Events) != steps+1 || seen["opening"] != 1 || tr.Events[0].Content != "opening" {
+		t.Fatalf("the session's trace holds %d events (opening first: %v), want %d", len(tr.Events), len(tr.Events) > 0 && tr.Events[0].Content == "opening", steps+1)
+	}
+	for k := range steps {
+		if n := seen[fmt.Sprintf("step %d", k)]; n != 1 {
+			t.Errorf("step %d is in the trace %d times, want once", k, n)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -664,7 +665,33 @@ func (s *Server) gatewayStep(ctx context.Context, p *principal, dataset, session
 	head := "session:" + hex.EncodeToString(sum[:16])
 	unlock := s.lockSession(d.ID + "\x00" + head)
 	defer unlock()
+	// The lock orders this server's steps of the session; a step of it
+	// through another server (replicas) may extend the trace first: the
+	// step is then read and checked again after it, as it would have been
+	// behind the lock.
+	for attempt := 1; ; attempt++ {
+		res, err := s.gatewayStepOnce(ctx, d, session, head, events, meta)
+		if !errors.Is(err, store.ErrConflict) || attempt == maxStepAttempts {
+			return res, err
+		}
+		// A random wait, longer after each loss, so that the servers'
+		// steps stop colliding.
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(time.Duration(rand.Int64N(int64(attempt) * int64(2*time.Millisecond)))):
+		}
+	}
+}
 
+// maxStepAttempts bounds how often a session's step is tried again after
+// another server's step of the session came first.
+const maxStepAttempts = 20
+
+// gatewayStepOnce reads the session's trace, checks the step after it and
+// records it, refused with store.ErrConflict when another step extended
+// the trace meanwhile.
+func (s *Server) gatewayStepOnce(ctx context.Context, d store.Dataset, session, head string, events []trace.Event, meta json.RawMessage) (gatewayStepResult, error) {
 	var past []trace.Event
 	conv, err := s.gw.convs.FindConversation(ctx, d.ID, []string{head})
 	switch {
@@ -702,7 +729,7 @@ func (s *Server) gatewayStep(ctx context.Context, p *principal, dataset, session
 	anns := gateway.Annotations(fs, len(all))
 	step := store.ConversationStep{Head: head, Annotations: anns}
 	if conv.TraceID != "" {
-		step.TraceID, step.ExpectEvents, step.Events = conv.TraceID, len(past), events
+		step.TraceID, step.ExpectEvents, step.Events = conv.TraceID, len(past), append([]trace.Event(nil), events...)
 	} else {
 		if len(meta) == 0 {
 			meta = json.RawMessage(`{}`)
