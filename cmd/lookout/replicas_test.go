@@ -219,37 +219,58 @@ func TestReplicas(t *testing.T) {
 		texts[id] = text
 	}
 	for _, word := range []string{"zq1x2x3", "batch5", "pusher3 batch0", "item19", "zqotel", "nothing here"} {
-		var brute []string
-		for id, text := range texts {
-			if strings.Contains(text, word) {
-				brute = append(brute, id)
-			}
-		}
-		slices.Sort(brute)
+		brute := bruteSearch(texts, word)
 		for i, r := range replicas {
-			rc, err := client.New(r.url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var found []string
-			for cursor := ""; ; {
-				p, err := rc.Search(ctx, d.ID, word, cursor, 500)
-				if err != nil {
-					t.Fatalf("replica %d, search %q: %v", i, word, err)
-				}
-				for _, tr := range p.Traces {
-					found = append(found, tr.ID)
-				}
-				if cursor = p.Next; cursor == "" {
-					break
-				}
-			}
-			slices.Sort(found)
-			if !slices.Equal(found, brute) {
+			if found := searched(t, r.url, word, "shared"); !slices.Equal(found, brute) {
 				t.Errorf("replica %d, search %q: %d traces, want %d", i, word, len(found), len(brute))
 			}
 		}
 	}
+}
+
+// bruteSearch is the ids of the texts (trace id → its text) that hold
+// word, sorted: what a search must find.
+func bruteSearch(texts map[string]string, word string) []string {
+	var ids []string
+	for id, text := range texts {
+		if strings.Contains(text, word) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// searched is the ids of the traces a search for word finds in the named
+// datasets through base, every page, sorted.
+func searched(t *testing.T, base, word string, datasets ...string) []string {
+	t.Helper()
+	ctx := context.Background()
+	c, err := client.New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, name := range datasets {
+		d, err := c.FindDataset(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for cursor := ""; ; {
+			p, err := c.Search(ctx, d.ID, word, cursor, 500)
+			if err != nil {
+				t.Fatalf("%s, search %q: %v", base, word, err)
+			}
+			for _, tr := range p.Traces {
+				found = append(found, tr.ID)
+			}
+			if cursor = p.Next; cursor == "" {
+				break
+			}
+		}
+	}
+	slices.Sort(found)
+	return found
 }
 
 // TestReplicasLive: a page following a trace on one replica hears, within
@@ -753,38 +774,11 @@ func TestReplicasGatewayConversation(t *testing.T) {
 		}
 		messages = append(messages, map[string]string{"role": "assistant", "content": out.Choices[0].Message.Content})
 	}
-	c, err := client.New(replicas[0].url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := c.FindDataset(context.Background(), "conversation")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := c.Traces(context.Background(), d.ID, "", 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Traces) != 1 {
-		t.Fatalf("four turns of one conversation through three replicas made %d traces, want 1", len(p.Traces))
-	}
-	resp, err := http.Get(replicas[1].url + "/api/v1/traces/" + p.Traces[0].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tr struct {
-		Events []struct {
-			Role    string
-			Content any
-		}
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&tr); err != nil {
-		t.Fatal(err)
-	}
+	c, id := datasetClient(t, replicas[1].url, "conversation")
+	_, tr, _ := onlyTrace(t, c, id)
 	var got []string
 	for _, e := range tr.Events {
-		got = append(got, fmt.Sprintf("%s: %v", e.Role, e.Content))
+		got = append(got, e.Role+": "+e.Content.Text)
 	}
 	var want []string
 	for _, m := range messages {
@@ -828,40 +822,33 @@ func TestReplicasSessionSteps(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	c, err := client.New(replicas[1].url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := c.FindDataset(context.Background(), "stepped")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := c.Traces(context.Background(), d.ID, "", 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Traces) != 1 {
-		t.Fatalf("one session made %d traces, want 1", len(p.Traces))
-	}
-	resp, err := http.Get(replicas[2].url + "/api/v1/traces/" + p.Traces[0].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tr struct{ Events []struct{ Content string } }
-	if err := json.NewDecoder(resp.Body).Decode(&tr); err != nil {
-		t.Fatal(err)
-	}
+	c, id := datasetClient(t, replicas[2].url, "stepped")
+	_, tr, _ := onlyTrace(t, c, id)
+	events := tr.Events
 	seen := map[string]int{}
-	for _, e := range tr.Events {
-		seen[e.Content]++
+	for _, e := range events {
+		seen[e.Content.Text]++
 	}
-	if len(tr.Events) != steps+1 || seen["opening"] != 1 || tr.Events[0].Content != "opening" {
-		t.Fatalf("the session's trace holds %d events (opening first: %v), want %d", len(tr.Events), len(tr.Events) > 0 && tr.Events[0].Content == "opening", steps+1)
+	if len(events) != steps+1 || seen["opening"] != 1 || events[0].Content.Text != "opening" {
+		t.Fatalf("the session's trace holds %d events (opening first: %v), want %d", len(events), len(events) > 0 && events[0].Content.Text == "opening", steps+1)
 	}
 	for k := range steps {
 		if n := seen[fmt.Sprintf("step %d", k)]; n != 1 {
 			t.Errorf("step %d is in the trace %d times, want once", k, n)
 		}
 	}
+}
+
+// datasetClient is a client of base and the id of its dataset name.
+func datasetClient(t *testing.T, base, name string) (*client.Client, string) {
+	t.Helper()
+	c, err := client.New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.FindDataset(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, d.ID
 }
