@@ -260,26 +260,14 @@ func TestReplicasKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed := func(dataset string) map[string]int {
+	listedIn := func(dataset string) map[string]int {
 		d, err := c.FindDataset(ctx, dataset)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]int{}
-		for cursor := ""; ; {
-			p, err := c.Traces(ctx, d.ID, cursor, 1000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, tr := range p.Traces {
-				got[tr.ID]++
-			}
-			if cursor = p.Next; cursor == "" {
-				return got
-			}
-		}
+		return listed(t, c, d.ID)
 	}
-	got := listed("pushed")
+	got := listedIn("pushed")
 	for id := range pushed {
 		if got[id] != 1 {
 			t.Errorf("acknowledged trace %s listed %d times", id, got[id])
@@ -306,7 +294,7 @@ func TestReplicasKilled(t *testing.T) {
 	if rows.Err() != nil {
 		t.Fatal(rows.Err())
 	}
-	spanTraces := listed("spans")
+	spanTraces := listedIn("spans")
 	if len(spanTraces) != len(built) {
 		t.Errorf("%d traces listed in the spans dataset, %d OpenTelemetry traces mapped", len(spanTraces), len(built))
 	}

@@ -180,20 +180,10 @@ func TestReplicas(t *testing.T) {
 	var otel []string
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		got, otel = map[string]int{}, nil
-		for cursor := ""; ; {
-			p, err := c.Traces(ctx, d.ID, cursor, 1000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, tr := range p.Traces {
-				got[tr.ID]++
-				if _, pushed := want[tr.ID]; !pushed {
-					otel = append(otel, tr.ID)
-				}
-			}
-			if cursor = p.Next; cursor == "" {
-				break
+		got, otel = listed(t, c, d.ID), nil
+		for id := range got {
+			if _, pushed := want[id]; !pushed {
+				otel = append(otel, id)
 			}
 		}
 		if len(otel) == 1 && spansOf(t, proxy.URL, otel[0]) == 3 || time.Now().After(deadline) {
@@ -851,4 +841,23 @@ func datasetClient(t *testing.T, base, name string) (*client.Client, string) {
 		t.Fatal(err)
 	}
 	return c, d.ID
+}
+
+// listed counts the times each trace id is listed in dataset id, every
+// page.
+func listed(t *testing.T, c *client.Client, id string) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	for cursor := ""; ; {
+		p, err := c.Traces(context.Background(), id, cursor, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range p.Traces {
+			got[tr.ID]++
+		}
+		if cursor = p.Next; cursor == "" {
+			return got
+		}
+	}
 }
