@@ -87,3 +87,24 @@ func TestLiveFeedManyTraces(t *testing.T) {
 		}
 	}
 }
+
+// TestPresence: a server counts another from its first notice of being
+// alive, not itself, and stops counting it presenceTTL after its last.
+func TestPresence(t *testing.T) {
+	var h liveHub
+	h.origin = "me"
+	if h.others() != 0 {
+		t.Fatal("a server alone counts others")
+	}
+	h.heard("other " + noticeAlive)
+	h.heard("me " + noticeAlive) // its own, come back
+	if n := h.others(); n != 1 {
+		t.Fatalf("after another's notice: %d others, want 1", n)
+	}
+	h.mu.Lock()
+	h.seen["other"] = time.Now().Add(-presenceTTL - time.Second)
+	h.mu.Unlock()
+	if h.othersAlive() {
+		t.Error("a server silent for longer than presenceTTL still counts")
+	}
+}
