@@ -827,6 +827,29 @@ func TestReplicasSessionSteps(t *testing.T) {
 			t.Errorf("step %d is in the trace %d times, want once", k, n)
 		}
 	}
+
+	// A new session whose first steps reach three replicas at once: one
+	// of them starts its trace, the others' steps extend it.
+	for k := range steps {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"session": "s-2", "events": [{"role": "user", "content": "new %d"}]}`, k)
+			resp, err := http.Post(replicas[k%len(replicas)].url+"/api/v1/gateway/fresh/steps", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("new session, step %d: %s", k, resp.Status)
+			}
+		})
+	}
+	wg.Wait()
+	c, id = datasetClient(t, replicas[0].url, "fresh")
+	_, tr, _ = onlyTrace(t, c, id)
+	if len(tr.Events) != steps {
+		t.Errorf("the new session's trace holds %d events, want %d", len(tr.Events), steps)
+	}
 }
 
 // datasetClient is a client of base and the id of its dataset name.

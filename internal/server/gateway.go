@@ -735,6 +735,7 @@ func (s *Server) gatewayStepOnce(ctx context.Context, d store.Dataset, session, 
 			meta = json.RawMessage(`{}`)
 		}
 		step.Trace = &trace.Trace{Name: "session " + session, Metadata: meta, Events: all}
+		step.Exclusive = true // one trace a session, whichever server starts it
 	}
 	id, err := s.gw.convs.RecordConversation(context.WithoutCancel(ctx), d.OwnerID, d.ID, step)
 	if err != nil {

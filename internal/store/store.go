@@ -370,6 +370,11 @@ type ConversationStep struct {
 	Spans        []trace.Span
 	Head         string
 	Annotations  []Annotation
+	// Exclusive: Head names one conversation of the dataset (a session
+	// of guarded steps), so a new trace is refused with ErrConflict when
+	// the dataset holds a conversation of Head already (another server
+	// started it meanwhile).
+	Exclusive bool
 }
 
 // Conversations keeps the gateway's conversations: traces that grow one

@@ -371,6 +371,9 @@ func testConversationsBatch(t *testing.T, open func(t *testing.T) store.Store) {
 		{TraceID: elsewhere, ExpectEvents: 1, Events: []trace.Event{assistantEvent("x2")}, Head: "x2"},
 		{TraceID: "00000000-0000-4000-8000-000000000000", ExpectEvents: 0, Events: []trace.Event{assistantEvent("?")}, Head: "q"},
 		{Trace: &trace.Trace{Name: "second new", Events: []trace.Event{userEvent("d")}}, Head: "d1"},
+		// Exclusive: refused for a head the dataset holds (b's), not for a new one.
+		{Trace: &trace.Trace{Name: "taken", Events: []trace.Event{userEvent("t")}}, Head: "b1", Exclusive: true},
+		{Trace: &trace.Trace{Name: "exclusive", Events: []trace.Event{userEvent("e")}}, Head: "e1", Exclusive: true},
 	}
 	ids, errs, err := e.st.RecordConversations(e.ctx, alice.ID, d.ID, steps)
 	if err != nil {
@@ -379,7 +382,7 @@ func testConversationsBatch(t *testing.T, open func(t *testing.T) store.Store) {
 	if len(ids) != len(steps) || len(errs) != len(steps) {
 		t.Fatalf("%d ids and %d errors for %d steps", len(ids), len(errs), len(steps))
 	}
-	wantErr := []error{nil, store.ErrConflict, nil, store.ErrNotFound, store.ErrNotFound, nil}
+	wantErr := []error{nil, store.ErrConflict, nil, store.ErrNotFound, store.ErrNotFound, nil, store.ErrConflict, nil}
 	for i, w := range wantErr {
 		if (w == nil) != (errs[i] == nil) || (w != nil && !errors.Is(errs[i], w)) {
 			t.Errorf("step %d: error %v, want %v", i, errs[i], w)
@@ -407,7 +410,10 @@ func testConversationsBatch(t *testing.T, open func(t *testing.T) store.Store) {
 	if c.Trace.Name != "new" || dd.Trace.Name != "second new" || c.Index == dd.Index || c.DatasetID != d.ID {
 		t.Errorf("new traces: %q index %d, %q index %d", c.Trace.Name, c.Index, dd.Trace.Name, dd.Index)
 	}
-	for head, want := range map[string]string{"a2": a, "c2": ids[2], "d1": ids[5], "b1": b} {
+	if n := e.ds(d.ID).TraceCount; n != 5 {
+		t.Errorf("the dataset holds %d traces after the batch, want 5 (a, b and three new: the refused one not written)", n)
+	}
+	for head, want := range map[string]string{"a2": a, "c2": ids[2], "d1": ids[5], "b1": b, "e1": ids[7]} {
 		conv, err := e.st.FindConversation(e.ctx, d.ID, []string{head})
 		if err != nil || conv.TraceID != want {
 			t.Errorf("head %s: %+v %v, want trace %s", head, conv, err, want)

@@ -49,6 +49,31 @@ func (s *Store) RecordConversation(ctx context.Context, ownerID, datasetID strin
 	return ids[0], nil
 }
 
+// refuseTaken refuses the exclusive steps that would start a trace for a
+// head the dataset holds a conversation of already, in tx, under a lock
+// of the head that a step of it through another server waits for.
+func (s *Store) refuseTaken(ctx context.Context, tx Querier, datasetID string, steps []store.ConversationStep, prep *storeutil.PreparedSteps) error {
+	for i := range prep.Steps {
+		p := &prep.Steps[i]
+		if !steps[i].Exclusive || p.Row == nil || p.Err != nil {
+			continue
+		}
+		if s.D.LockText != "" {
+			if _, err := tx.Exec(ctx, s.D.LockText, datasetID+"/"+steps[i].Head); err != nil {
+				return err
+			}
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM conversations WHERE dataset_id = $1 AND head = $2`, datasetID, steps[i].Head).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			p.Err = s.errorf("record conversation: another step started the conversation of this head first: %w", store.ErrConflict)
+		}
+	}
+	return nil
+}
+
 // RecordConversations stores steps of different traces in one transaction;
 // a step refused is left out with its error (refusals are found by reads,
 // before anything of the step is written, so the transaction goes on).
@@ -63,6 +88,9 @@ func (s *Store) RecordConversations(ctx context.Context, ownerID, datasetID stri
 	prep := storeutil.PrepareSteps(steps, now)
 	err := s.Write(ctx, func(tx Querier) error {
 		prep.Reset()
+		if err := s.refuseTaken(ctx, tx, datasetID, steps, prep); err != nil {
+			return err
+		}
 		if rows := prep.NewRows(); len(rows) > 0 {
 			if err := s.insertTraces(ctx, tx, ownerID, datasetID, rows, now); err != nil {
 				return err

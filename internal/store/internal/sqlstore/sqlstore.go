@@ -152,6 +152,10 @@ type Dialect struct {
 	// NowMillis is the database's clock in Unix milliseconds, which
 	// servers on one database agree on.
 	NowMillis string
+	// LockText is a statement that holds, until the transaction ends, a
+	// lock named by the text $1, which other servers' transactions wait
+	// for; "" where transactions that write take turns anyway (SQLite).
+	LockText string
 }
 
 // SQLite is the dialect of the SQLite backend.
@@ -166,7 +170,8 @@ var Postgres = Dialect{Name: "postgres", C: ` COLLATE "C"`, ForUpdate: ` FOR UPD
 	ExtraIs: `extra IS NOT NULL AND extra::jsonb ->> $3 = $4`, InList: `= ANY($2::text[])`,
 	Elems:       `unnest($1::uuid[]) AS value`,
 	ScoreNumber: `CASE s.value WHEN 'true' THEN 1.0::float8 WHEN 'false' THEN 0.0::float8 ELSE (CASE WHEN jsonb_typeof(s.value::jsonb) = 'number' THEN CASE WHEN abs((s.value::jsonb)::numeric) <= 1.7976931348623157e308 THEN (s.value::jsonb)::numeric::float8 END END) END`,
-	NowMillis:   `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`}
+	NowMillis:   `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`,
+	LockText:    `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`}
 
 // Time is a time as the dialect stores it, for a statement's argument.
 func (d *Dialect) Time(t time.Time) any {

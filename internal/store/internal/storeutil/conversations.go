@@ -129,8 +129,16 @@ func (ps *PreparedSteps) Reset() {
 	}
 }
 
-// NewRows are the rows of the traces the steps create.
-func (ps *PreparedSteps) NewRows() []Row { return ps.rows }
+// NewRows are the rows of the traces the steps not refused create.
+func (ps *PreparedSteps) NewRows() []Row {
+	var rows []Row
+	for _, p := range ps.Steps {
+		if p.Row != nil && p.Err == nil {
+			rows = append(rows, *p.Row)
+		}
+	}
+	return rows
+}
 
 // Results are each step's trace id ("" when refused) and error.
 func (ps *PreparedSteps) Results() ([]string, []error) {
