@@ -426,6 +426,28 @@ describe('explorer', () => {
     expect422();
   });
 
+  test('what the user types before the saved policies arrive is kept', async () => {
+    // The list of saved policies comes late; the editor would open the
+    // last saved one (baggage-talk) over what was typed meanwhile.
+    let release;
+    const held = new Promise((r) => (release = r));
+    const slow = async (route) => {
+      await held;
+      await route.continue();
+    };
+    await page.route('**/api/v1/datasets/*/policies', slow);
+    try {
+      await page.goto(`${srv.base}/datasets/local/airline`);
+      const typed = 'raise "typed first" if:\n    (msg: Message)\n';
+      await page.fill('textarea[aria-label="policy source"]', typed);
+      release();
+      await page.locator('select[aria-label="saved policy"] option:has-text("baggage-talk")').waitFor({ state: 'attached' });
+      assert.equal(await page.locator('textarea[aria-label="policy source"]').inputValue(), typed);
+    } finally {
+      await page.unroute('**/api/v1/datasets/*/policies', slow);
+    }
+  });
+
   test('share: the owner makes a dataset public, then private again', async () => {
     const info = async () => (await api(srv.base, 'GET', '/datasets?name=airline')).datasets[0];
     assert.equal((await info()).public, false);

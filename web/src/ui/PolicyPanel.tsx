@@ -203,6 +203,7 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
   const [ok, setOk] = useState(false); // the last syntax check passed
   const abort = useRef<AbortController | null>(null);
   const opened = useRef(false);
+  const typed = useRef(false); // the user edited the source: a late list does not replace it
   const open = (p: Policy) => {
     setSel(p.id);
     setName(p.name);
@@ -215,8 +216,9 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
         const ps = r.policies ?? [];
         setPolicies(ps);
         // On first load the editor opens the policy last opened or saved
-        // here, else the one saved last, rather than the example.
-        if (!opened.current && ps.length) {
+        // here, else the one saved last, rather than the example (unless
+        // the user typed before the list came).
+        if (!opened.current && ps.length && !typed.current) {
           const want = recall(datasetId);
           const p = ps.find((x) => x.id === want) ?? [...ps].sort((a, b) => (b.updated_at ?? '').localeCompare(a.updated_at ?? ''))[0];
           if (want !== '' && p) open(p);
@@ -372,6 +374,7 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
       <Editor
         value={src}
         onInput={(v) => {
+          typed.current = true;
           setSrc(v);
           setOk(false);
         }}
