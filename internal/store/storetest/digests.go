@@ -26,14 +26,7 @@ import (
 // code units) and its tool calls, in file order.
 func tauRaw(t *testing.T) (firstUser []string, toolCalls []int) {
 	t.Helper()
-	dir, err := testcorpus.Find("corpus")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "openai", "tau-bench", "gpt-4o-airline.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := tauBenchFile(t)
 	var runs []struct {
 		Traj []struct {
 			Role      string          `json:"role"`
@@ -354,4 +347,19 @@ func MigrateTraceSummary(t *testing.T, p *goose.Provider, db *sql.DB, now string
 			t.Errorf("after an append: %+v", it)
 		}
 	}
+}
+
+// tauBenchFile is the corpus's tau-bench airline file, which the digest
+// and sort tests read themselves, apart from the importer.
+func tauBenchFile(t *testing.T) []byte {
+	t.Helper()
+	dir, err := testcorpus.Find("corpus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "openai", "tau-bench", "gpt-4o-airline.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

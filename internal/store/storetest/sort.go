@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +14,6 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/lookout-dev/lookout/internal/store"
-	"github.com/lookout-dev/lookout/internal/testcorpus"
 	"github.com/lookout-dev/lookout/internal/trace"
 	"github.com/lookout-dev/lookout/internal/usage"
 )
@@ -31,14 +28,7 @@ type tauSortFacts struct {
 
 func readTauSortFacts(t *testing.T) []tauSortFacts {
 	t.Helper()
-	dir, err := testcorpus.Find("corpus")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "openai", "tau-bench", "gpt-4o-airline.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := tauBenchFile(t)
 	var runs []struct {
 		Reward float64 `json:"reward"`
 		Traj   []struct {

@@ -8,7 +8,7 @@ import { api, type Dashboard, type DashUsage, type Percentiles } from '../lib/ap
 import { datasetPath } from '../lib/router';
 import type { Dataset, Me } from '../lib/types';
 import { fmtCost } from '../lib/usage';
-import { fmtInt, NotFound } from './common';
+import { fmtInt, DatasetNotFound } from './common';
 
 /** The time ranges offered: the last so many hours, or all (0). */
 export const RANGES: { key: string; label: string; hours: number }[] = [
@@ -43,14 +43,7 @@ export function DashboardPage(props: { owner: string; name: string; me: Me | nul
     };
   }, [ds, range]);
 
-  if (missing)
-    return (
-      <NotFound title="Dataset not found" me={props.me}>
-        <p>
-          There is no dataset <code>{owner}/{name}</code>, or it is private and not yours to read.
-        </p>
-      </NotFound>
-    );
+  if (missing) return <DatasetNotFound owner={owner} name={name} me={props.me} />;
   return (
     <div class="dashboard">
       <div class="dataset-head">

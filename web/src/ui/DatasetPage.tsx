@@ -8,7 +8,7 @@ import type { SearchBackend } from '../lib/search';
 import { serverSearch } from '../lib/serversearch';
 import type { Me, TraceSummary } from '../lib/types';
 import { costTitle, fmtCost } from '../lib/usage';
-import { copyText, fmtInt, fmtTime, NotFound, scalar } from './common';
+import { copyText, fmtInt, fmtTime, NotFound, scalar, DatasetNotFound } from './common';
 import { DatasetTotals } from './DatasetTotals';
 import { EvalPanel } from './EvalPanel';
 import { useDataset, useEvalStatus } from './hooks/useDataset';
@@ -131,14 +131,7 @@ export function DatasetPage(props: { owner: string; name: string; search: string
     },
   });
 
-  if (missing)
-    return (
-      <NotFound title="Dataset not found" me={props.me}>
-        <p>
-          There is no dataset <code>{props.owner}/{props.name}</code>, or it is private and not yours to read.
-        </p>
-      </NotFound>
-    );
+  if (missing) return <DatasetNotFound owner={props.owner} name={props.name} me={props.me} />;
   if (err && !ds)
     return (
       <NotFound title="The dataset could not be loaded" me={props.me}>

@@ -6,7 +6,7 @@ import { rememberList } from '../lib/listmemory';
 import { datasetPath } from '../lib/router';
 import { sessionOf, sessionOrder, sessionQuery, traceTime, userOf } from '../lib/session';
 import type { Dataset, Me, TraceSummary } from '../lib/types';
-import { fmtInt, NotFound } from './common';
+import { fmtInt, NotFound, DatasetNotFound } from './common';
 
 export function SessionPage(props: { owner: string; name: string; session: string; me: Me | null }) {
   const { owner, name, session } = props;
@@ -36,14 +36,7 @@ export function SessionPage(props: { owner: string; name: string; session: strin
     };
   }, [owner, name, session]);
 
-  if (missing)
-    return (
-      <NotFound title="Dataset not found" me={props.me}>
-        <p>
-          There is no dataset <code>{owner}/{name}</code>, or it is private and not yours to read.
-        </p>
-      </NotFound>
-    );
+  if (missing) return <DatasetNotFound owner={owner} name={name} me={props.me} />;
   if (err)
     return (
       <NotFound title="The session could not be loaded" me={props.me} back={{ href: datasetPath(owner, name), label: `back to ${name}` }}>

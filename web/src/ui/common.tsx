@@ -95,6 +95,18 @@ export function openLogin() {
 
 /** NotFound is a page for what is not there (or not for this reader): what
  * happened, a way back, and for a reader not logged in, a way to log in. */
+// DatasetNotFound is the page for a dataset that does not exist or that
+// the reader may not read (the two are not told apart).
+export function DatasetNotFound(props: { owner: string; name: string; me: Me | null }) {
+  return (
+    <NotFound title="Dataset not found" me={props.me}>
+      <p>
+        There is no dataset <code>{props.owner}/{props.name}</code>, or it is private and not yours to read.
+      </p>
+    </NotFound>
+  );
+}
+
 export function NotFound(props: { title: string; me: Me | null; back?: { href: string; label: string }; children?: ComponentChildren }) {
   const { me, back } = props;
   return (
