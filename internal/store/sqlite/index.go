@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 
 	"modernc.org/sqlite"
 
@@ -34,32 +35,25 @@ func IndexPath(path string) string { return path + "-search" }
 // indexSchema is the version of the statements below; with
 // search.IndexVersion it is kept in search_state, and an index of another
 // version is dropped and rebuilt.
-const indexSchema = 7
+const indexSchema = 8
 
 var indexTables = []string{
-	// The texts the traces hold: the full-text index covers these rows
-	// only. Agents repeat their system prompts, tool names and outputs
-	// across traces: a text the indexer met recently (textCache) is
-	// referred to by its id, not written again. A text met long ago, or by
-	// another process, may be written again: a second row matches a search
-	// as the first does, and each row goes once no trace holds it. There is
-	// no index by content: one keyed by a hash (random) touched a page a
-	// new text, and looking texts up in it was a third of the index's
-	// writes. The text is lower-cased (code point offsets stay those of
-	// the original), and FTS5's trigram tokenizer makes any substring of 3
-	// or more characters an index lookup. New texts enter search_fts in one
-	// statement (insertDocs), not by a trigger, for the reason given there.
+	// The texts the traces hold: the substring index (grams.go) covers
+	// these rows only. Agents repeat their system prompts, tool names and
+	// outputs across traces: a text the indexer met recently (textCache)
+	// is referred to by its id, not written again. A text met long ago, or
+	// by another process, may be written again: a second row matches a
+	// search as the first does, and each row goes once no trace holds it.
+	// There is no index by content: one keyed by a hash (random) touched a
+	// page a new text, and looking texts up in it was a third of the
+	// index's writes. The text is lower-cased (code point offsets stay
+	// those of the original). AUTOINCREMENT: an id is never given twice,
+	// which the trigram index's merges rely on (a deleted text's id is
+	// dropped from its postings).
 	`CREATE TABLE search_texts (
-		id   INTEGER PRIMARY KEY,
+		id   INTEGER PRIMARY KEY AUTOINCREMENT,
 		text TEXT NOT NULL
 	)`,
-	`CREATE VIRTUAL TABLE search_fts USING fts5 (
-		text, content = 'search_texts', content_rowid = 'id',
-		tokenize = 'trigram case_sensitive 1', detail = 'none', columnsize = 0
-	)`,
-	`CREATE TRIGGER search_texts_delete AFTER DELETE ON search_texts BEGIN
-		INSERT INTO search_fts (search_fts, rowid, text) VALUES ('delete', old.id, old.text);
-	END`,
 	// One row per trace: the ids of its texts (a JSON array, in order of
 	// first occurrence), which a scan of the trace tests. Where in the
 	// trace a text occurs is not kept: a search finds it in the trace's
@@ -133,16 +127,10 @@ func createIndex(ctx context.Context, tx *sql.Tx) error {
 	if err := dropIndex(ctx, tx); err != nil {
 		return err
 	}
-	for _, q := range indexTables {
+	for _, q := range append(slices.Clip(indexTables), gramTables...) {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
 		}
-	}
-	// FTS5 merges a level's segments once 8 are there (its default is 4):
-	// merging had become a tenth of OTLP ingest's CPU; a search reads a few
-	// more segments (bench/search's query goals still hold).
-	if _, err := tx.ExecContext(ctx, `INSERT INTO search_fts (search_fts, rank) VALUES ('automerge', 8)`); err != nil {
-		return err
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO search_state (version, schema, gen) VALUES (?, ?, ?)`, search.IndexVersion, indexSchema, rand.Int64())
 	return err

@@ -19,14 +19,16 @@ import (
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
-// dialect is SQLite's side of search.Dialect: FTS5 trigram lookups by GLOB
-// (the text is lower-cased, so the case-sensitive GLOB is the substring
-// test and can use the index).
+// dialect is SQLite's side of search.Dialect. A word's texts are looked up
+// in the trigram index in Go (searchIndex.TextsHolding), which a search's
+// plan does for every word before it compiles.
 type dialect struct{}
 
+// IndexedTraces is what a word's leaf is without a plan: a scan of every
+// trace's texts (no search compiles without one; the trigram index is read
+// in Go, not by SQL).
 func (dialect) IndexedTraces(word string) (string, any) {
-	return `SELECT d.trace_id FROM search_traces d WHERE d.docid IN (SELECT rowid FROM search_docs WHERE search_docs MATCH
-		(SELECT coalesce(group_concat('t' || rowid, ' OR '), 'none') FROM search_fts WHERE text GLOB ?))`, globPattern(word)
+	return `SELECT d.trace_id FROM search_traces d WHERE EXISTS (SELECT 1 FROM json_each(d.texts) j, search_texts x WHERE x.id = j.value AND instr(x.text, ?) > 0)`, word
 }
 func (dialect) ScanTrace() string {
 	return "EXISTS (SELECT 1 FROM search_traces d, json_each(d.texts) j, search_texts x WHERE d.trace_id = t.id AND x.id = j.value AND instr(x.text, ?) > 0)"
@@ -51,12 +53,6 @@ func (dialect) ExtraMember(column, key string) string {
 	return "json_extract(" + column + ", '$." + key + "')"
 }
 
-// globPattern matches s anywhere, with GLOB's special characters escaped.
-func globPattern(s string) string {
-	r := strings.NewReplacer(`*`, `[*]`, `?`, `[?]`, `[`, `[[]`)
-	return "*" + r.Replace(s) + "*"
-}
-
 // insertDocs writes the index rows of traces that have none, many rows per
 // statement, and returns the ids of the texts they hold; a text the index
 // already holds is referred to, not written again.
@@ -65,12 +61,14 @@ func globPattern(s string) string {
 // savepoint of the transaction, and SQLite opens one for most statements
 // that write (any multi-row insert), whatever table they write: rows given
 // to FTS5 in many statements make many small segments, whose merging was
-// most of the indexer's time. So the two FTS5 tables get their rows last,
-// in one statement each: a segment each per batch.
+// most of the indexer's time. So search_docs gets its rows last, in one
+// statement: a segment per batch. The new texts' trigrams make one segment
+// of the trigram index (writeGrams).
 func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.IndexDoc, known *stepTexts) ([]int64, error) {
 	texts := storeutil.DistinctTexts(docs)
+	// The largest id ever given (search_texts is AUTOINCREMENT).
 	var lastText int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM search_texts`).Scan(&lastText); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'search_texts'), 0)`).Scan(&lastText); err != nil {
 		return nil, err
 	}
 	textIDs, err := textIDs(ctx, tx, texts, lastText, known)
@@ -175,8 +173,23 @@ func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.
 	if err := errors.Join(traces.flush(ctx), facets.flush(ctx), meta.flush(ctx)); err != nil {
 		return nil, err
 	}
-	// New texts have ids above the largest one before (rowids grow).
-	if _, err := tx.ExecContext(ctx, `INSERT INTO search_fts (rowid, text) SELECT id, text FROM search_texts WHERE id > ?`, lastText); err != nil {
+	// New texts have ids above the largest one before.
+	type newText struct {
+		id   int64
+		text string
+	}
+	var fresh []newText
+	for h, id := range textIDs {
+		if id > lastText {
+			fresh = append(fresh, newText{id, texts[h]})
+		}
+	}
+	slices.SortFunc(fresh, func(a, b newText) int { return cmp.Compare(a.id, b.id) })
+	freshIDs, freshTexts := make([]int64, len(fresh)), make([]string, len(fresh))
+	for i, t := range fresh {
+		freshIDs[i], freshTexts[i] = t.id, t.text
+	}
+	if err := writeGrams(ctx, tx, freshIDs, freshTexts); err != nil {
 		return nil, err
 	}
 	postings = append(postings, ']')
@@ -395,25 +408,41 @@ func (x searchIndex) StoredTraces(ctx context.Context, ids []string, fn func(id 
 // it, the word is common.
 const manyTexts = 1024
 
-// TextsHolding looks the word up in search_fts.
+// TextsHolding looks the word up in the trigram index, then tests the
+// texts that hold all its trigrams for the word, a chunk at a time until
+// more than manyTexts hold it (nil: the word is common).
 func (x searchIndex) TextsHolding(ctx context.Context, word string) ([]int64, error) {
-	const max = manyTexts
-	rows, err := x.s.r.QueryContext(ctx, `SELECT rowid FROM search_fts WHERE text GLOB ? LIMIT ?`, globPattern(word), max+1)
+	tx, err := x.s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	defer tx.Rollback()
+	maybe, err := textsWithGrams(ctx, tx, word)
+	if err != nil {
+		return nil, err
+	}
+	const chunk = 2048
 	ids := []int64{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+	for len(maybe) > 0 {
+		part := maybe[:min(chunk, len(maybe))]
+		maybe = maybe[len(part):]
+		list, _ := json.Marshal(part)
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM search_texts WHERE id IN (SELECT value FROM json_each(?)) AND instr(text, ?) > 0`, string(list), word)
+		err = eachRow(rows, err, func(rows *sql.Rows) error {
+			var id int64
+			err := rows.Scan(&id)
+			ids = append(ids, id)
+			return err
+		})
+		if err != nil {
 			return nil, err
 		}
-		if ids = append(ids, id); len(ids) > max {
-			return nil, rows.Close()
+		if len(ids) > manyTexts {
+			return nil, nil
 		}
 	}
-	return ids, rows.Err()
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // Reindex rebuilds the search index from the stored traces: it queues
