@@ -95,7 +95,8 @@ var indexTables = []string{
 	`CREATE TABLE search_state (version INTEGER NOT NULL, schema INTEGER NOT NULL, gen INTEGER NOT NULL)`,
 }
 
-// dropIndex removes the index's tables, whatever version made them.
+// dropIndex removes the index's tables, whatever version made them (an
+// FTS5 table's own tables go with it).
 func dropIndex(ctx context.Context, tx *sql.Tx) error {
 	rows, err := tx.QueryContext(ctx, `SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'trigger') AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'search_fts_%'`)
 	if err != nil {

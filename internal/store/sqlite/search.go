@@ -262,9 +262,9 @@ func textIDs(ctx context.Context, tx *sql.Tx, texts map[storeutil.TextHash]strin
 
 // markTexts notes the text ids a query returns in a temporary table; after
 // the pieces that use them are deleted, sweepMarkedTexts removes those of
-// them no other piece uses. Deleting a text this way keeps FTS5 in step
-// (the delete trigger); a sweep of the whole table would cost more than
-// the delete.
+// them no other piece uses (the delete trigger notes their ids for the
+// trigram index's merges); a sweep of the whole table would cost more
+// than the delete.
 func markTexts(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
 	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS marked_texts (id INTEGER PRIMARY KEY)`); err != nil {
 		return 0, err
@@ -374,8 +374,9 @@ func (b *batcher) close() {
 	}
 }
 
-// searchIndex is the Store's sqlstore.SearchIndex: FTS5 over the index
-// file, read on the read pool.
+// searchIndex is the Store's sqlstore.SearchIndex: the trigram index
+// (grams.go) and FTS5's postings (search_docs) of the index file, read on
+// the read pool.
 type searchIndex struct {
 	dialect
 	s *Store

@@ -12,8 +12,8 @@ import (
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
-// SearchIndex is a backend's search index: how it looks texts up (FTS5,
-// trigram GIN) and reads the index. The statements it is given, those of
+// SearchIndex is a backend's search index: how it looks texts up (a
+// trigram index in Go, trigram GIN) and reads the index. The statements it is given, those of
 // search.Dialect and of searchStatements, have "?" placeholders.
 type SearchIndex interface {
 	search.Dialect
