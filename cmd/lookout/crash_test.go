@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,7 +70,15 @@ func startServe(t *testing.T, cmd *exec.Cmd) (*child, error) {
 	sc := bufio.NewScanner(stderr)
 	first := make(chan string, 1)
 	go func() {
-		first <- readLine(sc)
+		// Log records before it (an index of another version being built
+		// again, say) are kept with the rest; any other line is serve's
+		// first.
+		line := readLine(sc)
+		for logRecord.MatchString(line) {
+			c.logs.WriteString(line + "\n")
+			line = readLine(sc)
+		}
+		first <- line
 		for sc.Scan() {
 			c.logs.WriteString(sc.Text() + "\n")
 		}
@@ -87,6 +96,9 @@ func startServe(t *testing.T, cmd *exec.Cmd) (*child, error) {
 	}
 	return c, nil
 }
+
+// logRecord is a line of slog's default text handler at INFO or WARN.
+var logRecord = regexp.MustCompile(`^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d (INFO|WARN) `)
 
 // lockedBuffer is a child's log, written by the goroutine that reads its
 // standard error and read by the test.

@@ -384,18 +384,27 @@ func (w *segWriter) finish(ctx context.Context, level int, lo, hi int64) error {
 	return err
 }
 
-// writeGrams writes the segment of new texts (ids increasing), then merges
-// a level that is full.
+// gramCut is how many (trigram, text) pairs a segment being built holds
+// at most before it is written (8 bytes each), past the text that crosses
+// it: the memory a step's texts take is bounded by that and its largest
+// text, whatever their total.
+var gramCut = 1 << 21 // a variable for tests
+
+// writeGrams writes the segments of new texts (ids increasing), then merges
+// the levels that are full.
 func writeGrams(ctx context.Context, tx *sql.Tx, ids []int64, texts []string) error {
-	if len(ids) > 0 {
+	for len(ids) > 0 {
 		size := 0
 		for _, t := range texts {
 			size += len(t)
 		}
-		b := newSegBuilder(size)
-		for i, id := range ids {
-			b.add(id, texts[i])
+		b := newSegBuilder(min(size, gramCut))
+		n := 0
+		for n < len(ids) && len(b.occ) < gramCut {
+			b.add(ids[n], texts[n])
+			n++
 		}
+		ids, texts = ids[n:], texts[n:]
 		w, err := newSegWriter(ctx, tx)
 		if err != nil {
 			return err
@@ -412,20 +421,24 @@ func writeGrams(ctx context.Context, tx *sql.Tx, ids []int64, texts []string) er
 			return err
 		}
 	}
-	return mergeGrams(ctx, tx)
+	for {
+		merged, err := mergeGrams(ctx, tx)
+		if err != nil || !merged {
+			return err
+		}
+	}
 }
 
 // mergeGrams merges the segments of the lowest level that has gramFanout
-// of them into one of the level above: one merge a step, so a step's time
-// stays bounded (a level fills gramFanout times slower than the one below).
-func mergeGrams(ctx context.Context, tx *sql.Tx) error {
+// of them into one of the level above, and reports whether there was one.
+func mergeGrams(ctx context.Context, tx *sql.Tx) (bool, error) {
 	var level int
 	err := tx.QueryRowContext(ctx, `SELECT level FROM search_segs GROUP BY level HAVING count(*) >= ? ORDER BY level LIMIT 1`, gramFanout).Scan(&level)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	type seg struct {
 		id, lo, hi int64
@@ -445,7 +458,7 @@ func mergeGrams(ctx context.Context, tx *sql.Tx) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	lo, hi := segs[0].lo, segs[len(segs)-1].hi
 	dead := map[int64]bool{}
@@ -457,11 +470,11 @@ func mergeGrams(ctx context.Context, tx *sql.Tx) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	read, err := tx.PrepareContext(ctx, `SELECT data FROM search_grams WHERE id = ?`)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer read.Close()
 	its := make([]*segIter, len(segs))
@@ -473,7 +486,7 @@ func mergeGrams(ctx context.Context, tx *sql.Tx) error {
 			return data, err
 		}}
 		if err := its[i].next(); err != nil {
-			return err
+			return false, err
 		}
 		for _, e := range s.dir {
 			old = append(old, e.block)
@@ -481,7 +494,7 @@ func mergeGrams(ctx context.Context, tx *sql.Tx) error {
 	}
 	w, err := newSegWriter(ctx, tx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer w.blocks.close()
 	var buf []byte
@@ -505,10 +518,10 @@ func mergeGrams(ctx context.Context, tx *sql.Tx) error {
 				continue
 			}
 			if ids, err = decodeIDs(ids, it.cur.ids); err != nil {
-				return err
+				return false, err
 			}
 			if err := it.next(); err != nil {
-				return err
+				return false, err
 			}
 		}
 		var prev int64
@@ -523,12 +536,12 @@ func mergeGrams(ctx context.Context, tx *sql.Tx) error {
 		}
 		if n > 0 {
 			if err := w.add(ctx, g, n, buf); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
 	if err := w.finish(ctx, level+1, lo, hi); err != nil {
-		return err
+		return false, err
 	}
 	oldList, _ := json.Marshal(old)
 	segList := make([]int64, len(segs))
@@ -545,10 +558,10 @@ func mergeGrams(ctx context.Context, tx *sql.Tx) error {
 		{`DELETE FROM search_dead WHERE id BETWEEN ? AND ?`, []any{lo, hi}},
 	} {
 		if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // segIter reads a segment's entries in order, a block at a time.

@@ -18,6 +18,15 @@ import (
 // come that does not: the caller tests them), never a dropped text once
 // its segment was merged, and that merges leave no segment level full.
 func TestGramIndex(t *testing.T) {
+	t.Run("one segment a step", testGramIndex)
+	t.Run("segments cut small", func(t *testing.T) {
+		defer func(n int) { gramCut = n }(gramCut)
+		gramCut = 40 // most steps write several segments
+		testGramIndex(t)
+	})
+}
+
+func testGramIndex(t *testing.T) {
 	ctx := context.Background()
 	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "idx.db"))
 	if err != nil {
