@@ -21,17 +21,19 @@ import (
 // of OpenTelemetry ingest (bench/peers). Here the trigrams are counted in
 // Go and written as immutable segments, merged in Go as an LSM tree is:
 //
-//   - Each index step that adds texts writes one segment of level 0: its
-//     trigrams in order, each with the ids of its texts (delta varints),
-//     packed in blocks of about gramBlock bytes (search_grams rows), and a
-//     directory of the blocks' first trigrams (its search_segs row).
-//   - Once gramFanout segments share a level, a step merges them into one
-//     of the level above. Text ids only grow (search_texts is
+//   - Each index step that adds texts writes a segment of level 0 (more
+//     past gramCut): its trigrams in order, each with the ids of its
+//     texts (delta varints), packed in blocks of about gramBlock bytes
+//     (search_grams rows), and a directory of the blocks' first trigrams
+//     (its search_segs row).
+//   - Once gramFanout segments share a level, the step merges them into
+//     one of the level above. Text ids only grow (search_texts is
 //     AUTOINCREMENT), so a level's segments hold consecutive id ranges and
 //     merged postings are their concatenation.
 //   - A deleted text's id is noted in search_dead (a trigger) and dropped
 //     from the postings when its segment is merged; until then the test of
-//     the word against search_texts leaves it out.
+//     the word against search_texts leaves it out. (A segment of the top
+//     level keeps them until it is merged, or `lookout reindex`.)
 
 // gramBlock is the size a postings block is cut at.
 const gramBlock = 4096
