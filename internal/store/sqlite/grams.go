@@ -234,20 +234,25 @@ func decodeDir(b []byte) ([]dirEntry, error) {
 	var g uint64
 	var id int64
 	for len(b) > 0 {
-		dg, n := binary.Uvarint(b)
-		if n <= 0 {
+		dg, ok1 := uvarint(&b)
+		di, ok2 := uvarint(&b)
+		if !ok1 || !ok2 {
 			return nil, errBadGrams
 		}
-		b = b[n:]
-		di, n := binary.Uvarint(b)
-		if n <= 0 {
-			return nil, errBadGrams
-		}
-		b = b[n:]
 		g, id = g+dg, id+int64(di)
 		out = append(out, dirEntry{g, id})
 	}
 	return out, nil
+}
+
+// uvarint reads a varint off the front of b.
+func uvarint(b *[]byte) (uint64, bool) {
+	v, n := binary.Uvarint(*b)
+	if n <= 0 {
+		return 0, false
+	}
+	*b = (*b)[n:]
+	return v, true
 }
 
 var errBadGrams = errors.New("search index: a trigram block does not decode (run lookout reindex)")
@@ -281,21 +286,12 @@ type blockEntry struct {
 func eachEntry(data []byte, first uint64, fn func(blockEntry) bool) error {
 	g := first
 	for len(data) > 0 {
-		dg, k := binary.Uvarint(data)
-		if k <= 0 {
+		dg, ok1 := uvarint(&data)
+		n, ok2 := uvarint(&data)
+		size, ok3 := uvarint(&data)
+		if !ok1 || !ok2 || !ok3 || size > uint64(len(data)) {
 			return errBadGrams
 		}
-		data = data[k:]
-		n, k := binary.Uvarint(data)
-		if k <= 0 {
-			return errBadGrams
-		}
-		data = data[k:]
-		size, k := binary.Uvarint(data)
-		if k <= 0 || size > uint64(len(data)-k) {
-			return errBadGrams
-		}
-		data = data[k:]
 		g += dg
 		if !fn(blockEntry{g, int(n), data[:size]}) {
 			return nil
@@ -309,11 +305,10 @@ func eachEntry(data []byte, first uint64, fn func(blockEntry) bool) error {
 func decodeIDs(out []int64, ids []byte) ([]int64, error) {
 	var id int64
 	for len(ids) > 0 {
-		d, k := binary.Uvarint(ids)
-		if k <= 0 {
+		d, ok := uvarint(&ids)
+		if !ok {
 			return out, errBadGrams
 		}
-		ids = ids[k:]
 		id += int64(d)
 		out = append(out, id)
 	}
@@ -442,29 +437,13 @@ func mergeGrams(ctx context.Context, tx *sql.Tx) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	type seg struct {
-		id, lo, hi int64
-		dir        []dirEntry
-	}
-	var segs []seg
-	rows, err := tx.QueryContext(ctx, `SELECT id, lo, hi, dir FROM search_segs WHERE level = ? ORDER BY lo`, level)
-	err = eachRow(rows, err, func(rows *sql.Rows) error {
-		var s seg
-		var dir []byte
-		if err := rows.Scan(&s.id, &s.lo, &s.hi, &dir); err != nil {
-			return err
-		}
-		var err error
-		s.dir, err = decodeDir(dir)
-		segs = append(segs, s)
-		return err
-	})
+	segs, err := readSegments(ctx, tx, `WHERE level = ? ORDER BY lo`, level)
 	if err != nil {
 		return false, err
 	}
 	lo, hi := segs[0].lo, segs[len(segs)-1].hi
 	dead := map[int64]bool{}
-	rows, err = tx.QueryContext(ctx, `SELECT id FROM search_dead WHERE id BETWEEN ? AND ?`, lo, hi)
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM search_dead WHERE id BETWEEN ? AND ?`, lo, hi)
 	err = eachRow(rows, err, func(rows *sql.Rows) error {
 		var id int64
 		err := rows.Scan(&id)
@@ -566,6 +545,31 @@ func mergeGrams(ctx context.Context, tx *sql.Tx) (bool, error) {
 	return true, nil
 }
 
+// segment is a row of search_segs, its directory decoded.
+type segment struct {
+	id, lo, hi int64
+	dir        []dirEntry
+}
+
+// readSegments reads the segments that tail (a WHERE and ORDER BY, or
+// nothing) selects.
+func readSegments(ctx context.Context, tx *sql.Tx, tail string, args ...any) ([]segment, error) {
+	var segs []segment
+	rows, err := tx.QueryContext(ctx, `SELECT id, lo, hi, dir FROM search_segs `+tail, args...)
+	err = eachRow(rows, err, func(rows *sql.Rows) error {
+		var s segment
+		var dir sql.RawBytes
+		if err := rows.Scan(&s.id, &s.lo, &s.hi, &dir); err != nil {
+			return err
+		}
+		var err error
+		s.dir, err = decodeDir(dir)
+		segs = append(segs, s)
+		return err
+	})
+	return segs, err
+}
+
 // segIter reads a segment's entries in order, a block at a time.
 type segIter struct {
 	dir     []dirEntry
@@ -607,23 +611,7 @@ func textsWithGrams(ctx context.Context, tx *sql.Tx, word string) ([]int64, erro
 	if len(grams) == 0 {
 		return nil, errors.New("search index: a word of fewer than 3 characters")
 	}
-	type seg struct {
-		id  int64
-		dir []dirEntry
-	}
-	var segs []seg
-	rows, err := tx.QueryContext(ctx, `SELECT id, dir FROM search_segs`)
-	err = eachRow(rows, err, func(rows *sql.Rows) error {
-		var s seg
-		var dir sql.RawBytes
-		if err := rows.Scan(&s.id, &dir); err != nil {
-			return err
-		}
-		var err error
-		s.dir, err = decodeDir(dir)
-		segs = append(segs, s)
-		return err
-	})
+	segs, err := readSegments(ctx, tx, ``)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -214,4 +215,66 @@ func BenchmarkSegBuilder(b *testing.B) {
 			buf = appendIDs(buf[:0], p.ids)
 		}
 	}
+}
+
+// TestGramBlocksTruncated: a damaged block or directory (a file edited or
+// cut short) is an error, never a panic or a wrong read past its end.
+func TestGramBlocksTruncated(t *testing.T) {
+	b := newSegBuilder(64)
+	b.add(7, "hello world")
+	b.add(300, "yellow wood")
+	var block []byte
+	first := uint64(0)
+	for i, p := range b.postings() {
+		if i == 0 {
+			first = p.gram
+		}
+		block = binary.AppendUvarint(block, p.gram-first)
+		first = p.gram
+		ids := appendIDs(nil, p.ids)
+		block = binary.AppendUvarint(block, uint64(len(p.ids)))
+		block = binary.AppendUvarint(block, uint64(len(ids)))
+		block = append(block, ids...)
+	}
+	start := b.postings()[0].gram
+	n := 0
+	if err := eachEntry(block, start, func(blockEntry) bool { n++; return true }); err != nil || n != len(b.postings()) {
+		t.Fatalf("whole block: %d entries, %v", n, err)
+	}
+	dir := encodeDir([]dirEntry{{start, 1}, {start + 5, 9}})
+	for cut := range len(block) {
+		err := eachEntry(block[:cut], start, func(e blockEntry) bool {
+			if _, err := decodeIDs(nil, e.ids); err != nil {
+				t.Fatalf("cut at %d: ids: %v", cut, err)
+			}
+			return true
+		})
+		if cut > 0 && err == nil && !entryEnds(block, cut) {
+			t.Fatalf("cut at %d: no error", cut)
+		}
+	}
+	for cut := 1; cut < len(dir); cut++ {
+		if d, err := decodeDir(dir[:cut]); err == nil && len(d) == 2 {
+			t.Fatalf("directory cut at %d reads whole", cut)
+		}
+	}
+}
+
+// entryEnds reports whether cut falls where an entry of block ends.
+func entryEnds(block []byte, cut int) bool {
+	// Walk the encoding by hand: three varints and the ids.
+	rest := block
+	for len(rest) > 0 {
+		_, ok1 := uvarint(&rest)
+		_, ok2 := uvarint(&rest)
+		size, ok3 := uvarint(&rest)
+		if !ok1 || !ok2 || !ok3 {
+			return false
+		}
+		rest = rest[size:]
+		if len(block)-len(rest) == cut {
+			return true
+		}
+	}
+	return false
 }
