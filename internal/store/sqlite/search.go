@@ -62,8 +62,8 @@ func (dialect) ExtraMember(column, key string) string {
 // that write (any multi-row insert), whatever table they write: rows given
 // to FTS5 in many statements make many small segments, whose merging was
 // most of the indexer's time. So search_docs gets its rows last, in one
-// statement: a segment per batch. The new texts' trigrams make one segment
-// of the trigram index (writeGrams).
+// statement: a segment per batch. The new texts' trigrams go to the
+// trigram index (writeGrams).
 func insertDocs(ctx context.Context, tx *sql.Tx, ids []string, docs []storeutil.IndexDoc, known *stepTexts) ([]int64, error) {
 	texts := storeutil.DistinctTexts(docs)
 	// The largest id ever given (search_texts is AUTOINCREMENT).
