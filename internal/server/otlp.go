@@ -149,6 +149,11 @@ func (s *Server) ingestSpans(ctx context.Context, p *principal, dataset string, 
 	// of its spans without mapping any again.
 	rejected := len(problems) // one per span left out so far
 	stored := map[string][]store.SpanGroup{}
+	// The mapped spans are encoded one after another into one buffer (a
+	// span's own growing buffer was an allocation each step of its growth);
+	// each keeps its part, capped, and earlier parts stay valid when the
+	// buffer moves.
+	var arena []byte
 	for _, name := range datasets {
 		for _, g := range groups[name] {
 			ms, err := mapSpanGroup(g)
@@ -159,7 +164,9 @@ func (s *Server) ingestSpans(ctx context.Context, p *principal, dataset string, 
 			}
 			sg := store.SpanGroup{OTelTraceID: g[0].TraceID, Spans: make([]store.StoredSpan, len(ms))}
 			for i, m := range ms {
-				sg.Spans[i] = store.StoredSpan{SpanID: m.SpanID(), Data: m.AppendBinary(nil)}
+				at := len(arena)
+				arena = m.AppendBinary(arena)
+				sg.Spans[i] = store.StoredSpan{SpanID: m.SpanID(), Data: arena[at:len(arena):len(arena)]}
 			}
 			stored[name] = append(stored[name], sg)
 		}

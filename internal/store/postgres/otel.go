@@ -165,7 +165,7 @@ func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Ro
 		r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, traceID); err != nil {
 		return err
 	}
-	return sqlstore.PutDigest(ctx, sqlstore.Pgx(t.tx), traceID, r.Summary)
+	return sqlstore.PutDigestKeys(ctx, sqlstore.Pgx(t.tx), traceID, r.Summary, r.Keys)
 }
 
 // InsertSpanParts writes the parts in one statement: arrays of trace

@@ -145,7 +145,7 @@ func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Ro
 		r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, traceID); err != nil {
 		return err
 	}
-	return sqlstore.PutDigest(ctx, sqlstore.SQL(t.tx), traceID, r.Summary)
+	return sqlstore.PutDigestKeys(ctx, sqlstore.SQL(t.tx), traceID, r.Summary, r.Keys)
 }
 
 func (t spanTx) InsertSpanParts(ctx context.Context, parts []spanstore.SpanPart) error {

@@ -65,8 +65,14 @@ func PutDigest(ctx context.Context, q Querier, traceID string, summary []byte) e
 	if err != nil {
 		return err
 	}
-	k := storeutil.KeysOf(d.Digest)
-	_, err = q.Exec(ctx, insertSummary+`
+	return PutDigestKeys(ctx, q, traceID, summary, storeutil.KeysOf(d.Digest))
+}
+
+// PutDigestKeys is PutDigest with the digest's sort keys known (a row of
+// storeutil.PrepareTraces has them): a built trace's digest is not decoded
+// again.
+func PutDigestKeys(ctx context.Context, q Querier, traceID string, summary []byte, k storeutil.Keys) error {
+	_, err := q.Exec(ctx, insertSummary+`
 		ON CONFLICT (trace_id) DO UPDATE SET summary = excluded.summary, duration_ms = excluded.duration_ms,
 			tokens = excluded.tokens, cost = excluded.cost`, traceID, string(summary), k.DurationMs, k.Tokens, k.Cost)
 	return err
