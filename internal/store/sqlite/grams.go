@@ -390,15 +390,16 @@ var gramCut = 1 << 21 // a variable for tests
 // writeGrams writes the segments of new texts (ids increasing), then merges
 // the levels that are full.
 func writeGrams(ctx context.Context, tx *sql.Tx, ids []int64, texts []string) error {
+	size := 0 // the bytes of the texts left
+	for _, t := range texts {
+		size += len(t)
+	}
 	for len(ids) > 0 {
-		size := 0
-		for _, t := range texts {
-			size += len(t)
-		}
 		b := newSegBuilder(min(size, gramCut))
 		n := 0
 		for n < len(ids) && len(b.occ) < gramCut {
 			b.add(ids[n], texts[n])
+			size -= len(texts[n])
 			n++
 		}
 		ids, texts = ids[n:], texts[n:]
