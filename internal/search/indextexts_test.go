@@ -1,23 +1,28 @@
 package search_test
 
 import (
+	"cmp"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/formats"
 	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/testcorpus"
+	"github.com/lookout-dev/lookout/internal/trace"
 )
 
 // IndexTexts is Index without addresses: on every corpus trace the
-// formats read, the same pieces (texts and offsets, in order), facets and
-// metadata. IndexHashed is IndexTexts with HashPieces' hashes, with one
+// formats read, the same pieces (texts and offsets; in another order, as
+// the strings of a JSON value are written rather than by member), facets
+// and metadata. IndexHashed is IndexTexts with HashPieces' hashes, with one
 // cache for every trace (the corpus repeats texts across traces).
 func TestIndexTextsIsIndexWithoutAddresses(t *testing.T) {
 	traces := 0
@@ -45,7 +50,12 @@ func TestIndexTextsIsIndexWithoutAddresses(t *testing.T) {
 			for i := range want.Pieces {
 				want.Pieces[i].Address = ""
 			}
-			if !reflect.DeepEqual(got, want) {
+			sorted := got
+			sorted.Pieces = slices.Clone(got.Pieces)
+			byText := func(a, b search.Piece) int { return cmp.Or(strings.Compare(a.Text, b.Text), a.At-b.At) }
+			slices.SortFunc(want.Pieces, byText)
+			slices.SortFunc(sorted.Pieces, byText)
+			if !reflect.DeepEqual(sorted, want) {
 				t.Fatalf("%s, trace %d: IndexTexts differs from Index without addresses", path, traces)
 			}
 			hashed := search.IndexHashed(tr, cache)
@@ -62,5 +72,42 @@ func TestIndexTextsIsIndexWithoutAddresses(t *testing.T) {
 	}
 	if len(cache) == 0 {
 		t.Fatal("IndexHashed cached no text")
+	}
+}
+
+// IndexTexts reads a span's JSON values in one pass, in the order their
+// strings are written; these values test that pass against Index's walk by
+// member: escapes, surrogates, invalid UTF-8, strings that look like keys,
+// JSON text inside strings, values that are not JSON at all.
+func TestIndexTextsValues(t *testing.T) {
+	values := []string{
+		`{"b": "two", "a": ["one", {"z": "deep", "y": ""}], "c": 3, "d": null, "e": true}`,
+		`{"k": "a \"quoted\": word", "k2": "tab\tand\\backslash", "k3": "\u00e9t\u00c9 \ud83d\ude00 \ud800 lone"}`,
+		`{"k" : "space before colon", "v": "x" , "w":"y"}`,
+		`{"msgs": "[{\"role\": \"user\", \"content\": \"Hello \\\"there\\\"\"}]", "plain": "[not json"}`,
+		"{\"bad\": \"caf\xe9 \xff\", \"ok\": \"fine\"}",
+		`["top", ["level", ["arrays"]], {"": "empty key"}]`,
+		`"just a string"`,
+		`{"a": "b"} trailing`,
+		`not json at all`,
+		`  {"padded": "value"}  `,
+		`12.5`,
+	}
+	for _, v := range values {
+		tr := &trace.Trace{Spans: []trace.Span{{ID: "s", Name: "n", Attributes: json.RawMessage(v), Inputs: json.RawMessage(v)}},
+			Events: []trace.Event{{Role: "assistant", ToolCalls: []trace.ToolCall{{Function: trace.Function{Name: "f", Arguments: json.RawMessage(v)}}}}}}
+		want, got := search.Index(tr), search.IndexTexts(tr)
+		for i := range want.Pieces {
+			want.Pieces[i].Address = ""
+		}
+		byText := func(a, b search.Piece) int { return cmp.Or(strings.Compare(a.Text, b.Text), a.At-b.At) }
+		slices.SortFunc(want.Pieces, byText)
+		slices.SortFunc(got.Pieces, byText)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q:\nIndexTexts %+v\nIndex      %+v", v, got.Pieces, want.Pieces)
+		}
+		if len(got.Pieces) < 4 && v != `12.5` {
+			t.Errorf("%q: only %d pieces", v, len(got.Pieces))
+		}
 	}
 }

@@ -21,45 +21,64 @@ var (
 // precedence found on any span, spans in tree order, a span's own
 // attributes before its resource's. None when the spans name neither.
 func sessionFields(spans []trace.Span) []trace.Field {
+	// One pass over each object finds which keys of both lists it names
+	// (all end in ".id"): most spans name none, and their attributes are
+	// long. A span's resource is most often its predecessor's, looked at
+	// once.
+	var found []idObject
+	var any uint64
+	var lastResource json.RawMessage
+	for i := range spans {
+		if ks := keysNamed(spans[i].Attributes, idKeys); ks != 0 {
+			found = append(found, idObject{spans[i].Attributes, ks})
+			any |= ks
+		}
+		res := spans[i].Extra.Get("resource")
+		if i > 0 && bytes.Equal(res, lastResource) {
+			continue
+		}
+		lastResource = res
+		if ks := keysNamed(res, idKeys); ks != 0 {
+			found = append(found, idObject{res, ks})
+			any |= ks
+		}
+	}
+	if any == 0 {
+		return nil
+	}
 	var out []trace.Field
 	for _, w := range []struct {
-		member string
-		keys   []string
-	}{{"session_id", sessionAttrs}, {"user_id", userAttrs}} {
-		if id := firstAttr(spans, w.keys); id != "" {
+		member     string
+		first, end int // of the list's keys in idKeys
+	}{{"session_id", 0, len(sessionAttrs)}, {"user_id", len(sessionAttrs), len(idKeys)}} {
+		if id := firstAttr(found, w.first, w.end); id != "" {
 			out = append(out, trace.Field{Key: w.member, Value: trace.AppendString(nil, id)})
 		}
 	}
 	return out
 }
 
-func firstAttr(spans []trace.Span, keys []string) string {
-	// One pass over each object finds which keys it names (all end in
-	// ".id"): most spans name none, and their attributes are long.
-	type named struct {
-		obj  json.RawMessage
-		keys uint64
-	}
-	var found []named
-	var any uint64
-	for i := range spans {
-		for _, obj := range [...]json.RawMessage{spans[i].Attributes, spans[i].Extra.Get("resource")} {
-			ks := keysNamed(obj, keys)
-			found = append(found, named{obj, ks})
-			any |= ks
-		}
-	}
-	if any == 0 {
-		return ""
-	}
-	for k, key := range keys {
+// idKeys is sessionAttrs then userAttrs.
+var idKeys = append(append([]string(nil), sessionAttrs...), userAttrs...)
+
+// idObject is an object of attributes and the idKeys it names (bit k for
+// idKeys[k]).
+type idObject struct {
+	obj  json.RawMessage
+	keys uint64
+}
+
+// firstAttr is the first id value, by key precedence (idKeys[first:end])
+// then object order, of the objects found naming them.
+func firstAttr(found []idObject, first, end int) string {
+	for k := first; k < end; k++ {
 		for _, f := range found {
 			if f.keys&(1<<k) == 0 {
 				continue
 			}
 			var m map[string]json.RawMessage
 			if json.Unmarshal(f.obj, &m) == nil {
-				if id := trace.IDValue(m[key]); id != "" {
+				if id := trace.IDValue(m[idKeys[k]]); id != "" {
 					return id
 				}
 			}
