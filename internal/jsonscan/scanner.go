@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -518,28 +519,63 @@ func closingQuote(data []byte, i int) int {
 func (s *Scanner) readEscaped(start, i int) (string, error) {
 	// Unescaping never lengthens a string, so the bytes up to the closing
 	// quote are enough room: one allocation, no regrowing for long texts.
-	buf := make([]byte, closingQuote(s.data, i)-start)
+	buf, err := s.unescape(make([]byte, closingQuote(s.data, i)-start), start, i)
+	if err != nil {
+		return "", err
+	}
+	if !utf8.Valid(buf) {
+		return ValidUTF8(buf), nil
+	}
+	// buf is ours alone and never written again: hand it over rather than
+	// copy it (halves the memory escaped strings take).
+	return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
+}
+
+// AppendUnescaped appends the text of the JSON string quoted (quotes
+// included; well-formed, as a non-strict scanner reads it) to dst, as
+// String would return it: for a caller that keeps the text no longer
+// than its buffer, without an allocation a string.
+func AppendUnescaped(dst, quoted []byte) ([]byte, error) {
+	s := Scanner{data: quoted, root: "$"}
+	if len(quoted) < 2 || quoted[0] != '"' {
+		return dst, s.syntax("a string")
+	}
+	n := len(dst)
+	dst = slices.Grow(dst, len(quoted))
+	buf, err := s.unescape(dst[n:n+len(quoted)], 1, 1)
+	if err != nil {
+		return dst, err
+	}
+	if s.pos != len(quoted) {
+		return dst, s.syntax("the end of the string")
+	}
+	dst = dst[:n+len(buf)]
+	if !utf8.Valid(buf) {
+		dst = append(dst[:n], ValidUTF8(buf)...)
+	}
+	return dst, nil
+}
+
+// unescape reads the string starting at offset start, whose bytes up to
+// offset i hold no escape, into buf (room enough: the bytes up to the
+// closing quote), and returns what buf holds then. Only a strict scanner
+// checks the UTF-8.
+func (s *Scanner) unescape(buf []byte, start, i int) ([]byte, error) {
 	n := copy(buf, s.data[start:i])
 	for i < len(s.data) {
 		c := s.data[i]
 		switch {
 		case c == '"':
 			buf = buf[:n]
-			if !utf8.Valid(buf) {
-				if s.strict {
-					// Escapes are valid UTF-8: the bad byte is in the input.
-					return "", s.badUTF8(start, s.data[start:i])
-				}
-				s.pos = i + 1
-				return ValidUTF8(buf), nil
+			if s.strict && !utf8.Valid(buf) {
+				// Escapes are valid UTF-8: the bad byte is in the input.
+				return nil, s.badUTF8(start, s.data[start:i])
 			}
 			s.pos = i + 1
-			// buf is ours alone and never written again: hand it over
-			// rather than copy it (halves the memory escaped strings take).
-			return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
+			return buf, nil
 		case c < 0x20:
 			s.pos = i
-			return "", s.Errorf("invalid control character 0x%02x in string", c)
+			return nil, s.Errorf("invalid control character 0x%02x in string", c)
 		case c != '\\':
 			// Copy the run up to the next quote or backslash in one go.
 			j := i + 1
@@ -577,7 +613,7 @@ func (s *Scanner) readEscaped(start, i int) (string, error) {
 			r, ok := hex4(s.data, i+2)
 			if !ok {
 				s.pos = i
-				return "", s.Errorf(`invalid \u escape in string`)
+				return nil, s.Errorf(`invalid \u escape in string`)
 			}
 			i += 6
 			if utf16.IsSurrogate(r) {
@@ -589,7 +625,7 @@ func (s *Scanner) readEscaped(start, i int) (string, error) {
 					}
 				}
 				if s.strict {
-					return "", s.loneSurrogate(i-6, r)
+					return nil, s.loneSurrogate(i-6, r)
 				}
 				r = utf8.RuneError
 			}
@@ -597,12 +633,12 @@ func (s *Scanner) readEscaped(start, i int) (string, error) {
 			continue
 		default:
 			s.pos = i
-			return "", s.Errorf("invalid escape %s in string", quoteChar(e))
+			return nil, s.Errorf("invalid escape %s in string", quoteChar(e))
 		}
 		i += 2
 	}
 	s.pos = len(s.data)
-	return "", s.Errorf("unexpected end of JSON input in string")
+	return nil, s.Errorf("unexpected end of JSON input in string")
 }
 
 // badUTF8 is the rule error for the string bytes b, which start at offset

@@ -36,6 +36,14 @@ func TestStringsAgreeWithEncodingJSON(t *testing.T) {
 		if got != want {
 			t.Errorf("String(%q) = %q, encoding/json gives %q", c, got, want)
 		}
+		if app, err := AppendUnescaped([]byte("kept:"), []byte(c)); err != nil || string(app) != "kept:"+want {
+			t.Errorf("AppendUnescaped(%q) = %q, %v; want %q", c, app, err, "kept:"+want)
+		}
+	}
+	for _, bad := range []string{`"open`, `x"`, `"a" b`, `"\x"`, `"`, ``} {
+		if _, err := AppendUnescaped(nil, []byte(bad)); err == nil {
+			t.Errorf("AppendUnescaped(%q): no error", bad)
+		}
 	}
 }
 
@@ -127,6 +135,10 @@ func FuzzScanner(f *testing.F) {
 				got, err := New(data).String("s")
 				if err != nil || got != s {
 					t.Fatalf("String = %q, %v; want %q", got, err, s)
+				}
+				quoted := bytes.TrimSpace(data)
+				if app, err := AppendUnescaped(quoted[:1:1], quoted); err != nil || string(app[1:]) != s {
+					t.Fatalf("AppendUnescaped = %q, %v; want %q", app, err, s)
 				}
 			}
 		}

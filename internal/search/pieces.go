@@ -191,8 +191,9 @@ type docBuilder struct {
 	noAddr bool      // pieces without their addresses
 	cache  TextCache // nil: the pieces are not hashed
 	// viewing: the strings given to piece are views of the trace's JSON
-	// (valueStrings), copied before they are kept.
+	// or of scratch (valueStrings), copied before they are kept.
 	viewing bool
+	scratch []byte
 }
 
 // piece appends a piece of the text s (as the trace holds it).
@@ -263,14 +264,14 @@ func (b *docBuilder) walk(raw json.RawMessage, base trace.Address, add func(trac
 		return
 	}
 	b.viewing = true
-	valueStrings(raw, func(v string) { add(base, v) })
+	b.scratch = valueStrings(raw, b.scratch, func(v string) { add(base, v) })
 	b.viewing = false
 }
 
 // valueStrings calls fn with each string value (not object key) of the
-// well-formed JSON value raw, unescaped. A string written without escapes
-// is given as a view of raw, valid only during the call.
-func valueStrings(raw []byte, fn func(string)) {
+// well-formed JSON value raw, unescaped, each a view valid only during the
+// call: of raw, or of scratch (returned, grown) when it has escapes.
+func valueStrings(raw, scratch []byte, fn func(string)) []byte {
 	for i := 0; i < len(raw); i++ {
 		if raw[i] != '"' {
 			continue
@@ -294,8 +295,8 @@ func valueStrings(raw []byte, fn func(string)) {
 			switch {
 			case escaped:
 				// As jsonscan reads it (surrogates, invalid UTF-8).
-				u, _ := jsonscan.New(raw[i : j+1]).String("")
-				fn(u)
+				scratch, _ = jsonscan.AppendUnescaped(scratch[:0], raw[i:j+1])
+				fn(unsafe.String(unsafe.SliceData(scratch), len(scratch)))
 			case !ascii && !utf8.Valid(v):
 				fn(jsonscan.ValidUTF8(v))
 			default:
@@ -304,6 +305,7 @@ func valueStrings(raw []byte, fn func(string)) {
 		}
 		i = j
 	}
+	return scratch
 }
 
 func (b *docBuilder) events(events []trace.Event, first int) {
