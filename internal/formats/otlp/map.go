@@ -251,6 +251,9 @@ func invalidJSON(sp *Span) (where, key, why string) {
 		}{"link attribute", l.Attributes})
 	}
 	bad := func(v []byte) string {
+		if sp.encoded {
+			return ""
+		}
 		if err := jsonscan.CheckStrict(v); err != nil {
 			if se, ok := err.(*jsonscan.Error); ok && se.Rule {
 				return fmt.Sprintf("the value breaks a rule at %s: %s", se.Path, se.Msg)

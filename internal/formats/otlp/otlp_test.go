@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/lookout-dev/lookout/internal/formats/decoding"
 	"github.com/lookout-dev/lookout/internal/formats/internal/golden"
+	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -483,3 +486,47 @@ func time1(s int64) (t timeT) { return timeT(timeUnix(s)) }
 type timeT = time.Time
 
 func timeUnix(s int64) time.Time { return time.Unix(s, 0) }
+
+// TestProtoValuesKeepTheRule: whatever a protobuf request holds (strings
+// that are not UTF-8, NaN, kvlists naming a key twice, nesting past the
+// bound), the values FromResourceSpans writes keep the rule at the door,
+// which is why mapping does not check them again (Span.encoded).
+func TestProtoValuesKeepTheRule(t *testing.T) {
+	str := func(s string) *commonpb.AnyValue { return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}} }
+	deep := str("bottom")
+	for range maxValueDepth + 50 {
+		deep = &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: []*commonpb.AnyValue{deep}}}}
+	}
+	kv := func(k string, v *commonpb.AnyValue) *commonpb.KeyValue { return &commonpb.KeyValue{Key: k, Value: v} }
+	values := []*commonpb.AnyValue{
+		str("\xff\xfe not UTF-8"), str("\xed\xa0\x80 a surrogate's bytes"), str("\u2028 \x00 \x1f \"quoted\" \\"),
+		{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: math.NaN()}}, {Value: &commonpb.AnyValue_DoubleValue{DoubleValue: math.Inf(-1)}},
+		{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: math.MaxFloat64}}, {Value: &commonpb.AnyValue_IntValue{IntValue: math.MinInt64}},
+		{Value: &commonpb.AnyValue_BytesValue{BytesValue: []byte{0xff, 0}}}, {},
+		{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{Values: []*commonpb.KeyValue{
+			kv("a", str("1")), kv("a", str("2")), kv("\xff", str("bad key")), kv("", nil)}}}},
+		deep,
+	}
+	var attrs []*commonpb.KeyValue
+	for i, v := range values {
+		if err := jsonscan.CheckStrict(appendProtoValue(nil, v, 0)); err != nil {
+			t.Errorf("value %d: %v", i, err)
+		}
+		attrs = append(attrs, kv(fmt.Sprintf("k%d", i), v))
+	}
+	spans, err := FromResourceSpans([]*tracepb.ResourceSpans{{
+		Resource: &resourcepb.Resource{Attributes: attrs},
+		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{TraceId: bytes.Repeat([]byte{1}, 16), SpanId: bytes.Repeat([]byte{2}, 8),
+			Name: "s", Attributes: attrs, TraceState: "\xff"}}}}}})
+	if err != nil || len(spans) != 1 || !spans[0].encoded {
+		t.Fatalf("FromResourceSpans: %d spans, %v", len(spans), err)
+	}
+	checked := spans[0]
+	checked.encoded = false
+	if where, key, why := invalidJSON(&checked); where != "" {
+		t.Fatalf("the full check refuses %s %q: %s", where, key, why)
+	}
+	if _, err := MapSpans(spans); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -42,6 +42,7 @@ func FromResourceSpans(rss []*tracepb.ResourceSpans) ([]Span, error) {
 					continue
 				}
 				sp.Resource, sp.Scope = res, sc
+				sp.encoded = true
 				out = append(out, sp)
 			}
 		}

@@ -40,6 +40,12 @@ type Span struct {
 	Type string
 	// Extra holds other members of the source, kept on the canonical span.
 	Extra trace.Fields
+
+	// encoded: every value was written by appendProtoValue (FromResourceSpans),
+	// so each is JSON that keeps the rule at the door (valid UTF-8 strings,
+	// unique members, bounded nesting, finite numbers) and mapping need not
+	// scan it again to know.
+	encoded bool
 }
 
 // Attr is one attribute: a key and its value as compact JSON.
