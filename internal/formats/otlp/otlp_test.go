@@ -492,7 +492,9 @@ func timeUnix(s int64) time.Time { return time.Unix(s, 0) }
 // bound), the values FromResourceSpans writes keep the rule at the door,
 // which is why mapping does not check them again (Span.encoded).
 func TestProtoValuesKeepTheRule(t *testing.T) {
-	str := func(s string) *commonpb.AnyValue { return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}} }
+	str := func(s string) *commonpb.AnyValue {
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}}
+	}
 	deep := str("bottom")
 	for range maxValueDepth + 50 {
 		deep = &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: []*commonpb.AnyValue{deep}}}}
