@@ -632,7 +632,9 @@ func prepare(ctx context.Context, r reader, datasetID string, done *doneRows, he
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			texts := search.TextCache{}
+			// Sized for the batch's texts (an agent trace holds dozens):
+			// growing it rehashed every text once more.
+			texts := make(search.TextCache, min(32*len(ids)/workers, 1<<14))
 			for j := range jobs {
 				d := search.IndexHashed(j.t, texts)
 				docs[j.at].Doc = &d
