@@ -13,9 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lookout-dev/lookout/internal/formats/otlp"
 	"github.com/lookout-dev/lookout/internal/store"
@@ -75,11 +73,10 @@ func (s *Server) otlpTraces(w http.ResponseWriter, r *http.Request, p *principal
 	if asJSON {
 		spans, err = otlp.ParseJSON(body)
 	} else {
-		var req tracepb.TracesData // the wire form of ExportTraceServiceRequest
-		if uerr := proto.Unmarshal(body, &req); uerr != nil {
-			return errorf(http.StatusBadRequest, codeBadRequest, "the body is not an OTLP ExportTraceServiceRequest in protobuf: %v", uerr)
+		spans, err = otlp.DecodeTraces(body)
+		if ue := (*otlp.UnmarshalError)(nil); errors.As(err, &ue) {
+			return errorf(http.StatusBadRequest, codeBadRequest, "the body is not an OTLP ExportTraceServiceRequest in protobuf: %v", ue)
 		}
-		spans, err = otlp.FromResourceSpans(req.GetResourceSpans())
 	}
 	var oe *otlp.Error
 	switch {

@@ -10,9 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/lookout-dev/lookout/internal/formats/otlp"
 )
 
@@ -63,9 +60,10 @@ func (s *Server) grpcExport(w http.ResponseWriter, r *http.Request) {
 		grpcStatus(w, code, err.Error())
 		return
 	}
-	var req tracepb.TracesData // the wire form of ExportTraceServiceRequest
-	if err := proto.Unmarshal(msg, &req); err != nil {
-		grpcStatus(w, grpcInvalidArgument, "not an OTLP ExportTraceServiceRequest: "+err.Error())
+	spans, derr := otlp.DecodeTraces(msg)
+	var ue *otlp.UnmarshalError
+	if errors.As(derr, &ue) {
+		grpcStatus(w, grpcInvalidArgument, "not an OTLP ExportTraceServiceRequest: "+ue.Error())
 		return
 	}
 	p, err := s.authenticate(r)
@@ -76,10 +74,9 @@ func (s *Server) grpcExport(w http.ResponseWriter, r *http.Request) {
 		grpcStatus(w, grpcCode(err), toAPIError(err).Message)
 		return
 	}
-	spans, err := otlp.FromResourceSpans(req.GetResourceSpans())
 	var problems []string
 	var oe *otlp.Error
-	if errors.As(err, &oe) {
+	if errors.As(derr, &oe) {
 		for _, pr := range oe.Problems {
 			problems = append(problems, pr.Error())
 		}

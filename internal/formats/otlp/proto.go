@@ -65,59 +65,101 @@ func protoID(b []byte, n int, what string) (string, error) {
 }
 
 func fromProtoSpan(ps *tracepb.Span) (Span, error) {
+	h := spanHead{traceID: ps.GetTraceId(), spanID: ps.GetSpanId(), parentID: ps.GetParentSpanId(), name: ps.GetName(),
+		kind: int32(ps.GetKind()), start: ps.GetStartTimeUnixNano(), end: ps.GetEndTimeUnixNano(), traceState: ps.GetTraceState()}
+	if st := ps.GetStatus(); st != nil {
+		h.hasStatus, h.statusCode, h.statusMessage = true, int32(st.GetCode()), st.GetMessage()
+	}
+	events := make([]eventHead, len(ps.GetEvents()))
+	for i, e := range ps.GetEvents() {
+		events[i] = eventHead{time: e.GetTimeUnixNano(), name: e.GetName(), attrs: protoAttrs(e.GetAttributes())}
+	}
+	links := make([]linkHead, len(ps.GetLinks()))
+	for i, l := range ps.GetLinks() {
+		links[i] = linkHead{traceID: l.GetTraceId(), spanID: l.GetSpanId(), attrs: protoAttrs(l.GetAttributes())}
+	}
+	return h.span(protoAttrs(ps.GetAttributes()), events, links)
+}
+
+// spanHead is a span's own fields as the protobuf holds them, whether read
+// through tracepb (fromProtoSpan) or from the wire (DecodeTraces).
+type spanHead struct {
+	traceID, spanID, parentID []byte
+	name                      string
+	kind                      int32
+	start, end                uint64
+	hasStatus                 bool
+	statusCode                int32
+	statusMessage             string
+	traceState                string
+}
+
+type eventHead struct {
+	time  uint64
+	name  string
+	attrs []Attr
+}
+
+type linkHead struct {
+	traceID, spanID []byte
+	attrs           []Attr
+}
+
+// span checks the ids and times and makes the span.
+func (h *spanHead) span(attrs []Attr, events []eventHead, links []linkHead) (Span, error) {
 	var sp Span
 	var err error
-	if sp.TraceID, err = protoID(ps.GetTraceId(), 16, "trace_id"); err != nil {
+	if sp.TraceID, err = protoID(h.traceID, 16, "trace_id"); err != nil {
 		return sp, err
 	}
-	if sp.SpanID, err = protoID(ps.GetSpanId(), 8, "span_id"); err != nil {
+	if sp.SpanID, err = protoID(h.spanID, 8, "span_id"); err != nil {
 		return sp, err
 	}
-	if p := ps.GetParentSpanId(); len(p) > 0 {
-		if sp.ParentID, err = protoID(p, 8, "parent_span_id"); err != nil {
+	if len(h.parentID) > 0 {
+		if sp.ParentID, err = protoID(h.parentID, 8, "parent_span_id"); err != nil {
 			return sp, err
 		}
 	}
-	sp.Name = ps.GetName()
-	if k := int(ps.GetKind()); k > 0 && k < len(spanKinds) {
+	sp.Name = h.name
+	if k := int(h.kind); k > 0 && k < len(spanKinds) {
 		sp.Kind = spanKinds[k]
 	}
-	if sp.Start, err = protoTime(ps.GetStartTimeUnixNano(), "start_time_unix_nano"); err != nil {
+	if sp.Start, err = protoTime(h.start, "start_time_unix_nano"); err != nil {
 		return sp, err
 	}
-	if sp.End, err = protoTime(ps.GetEndTimeUnixNano(), "end_time_unix_nano"); err != nil {
+	if sp.End, err = protoTime(h.end, "end_time_unix_nano"); err != nil {
 		return sp, err
 	}
-	if st := ps.GetStatus(); st != nil {
-		switch st.GetCode() {
+	if h.hasStatus {
+		switch tracepb.Status_StatusCode(h.statusCode) {
 		case tracepb.Status_STATUS_CODE_OK:
 			sp.Status = "OK"
 		case tracepb.Status_STATUS_CODE_ERROR:
 			sp.Status = "ERROR"
 		}
-		sp.StatusMessage = st.GetMessage()
+		sp.StatusMessage = h.statusMessage
 	}
-	sp.Attributes = protoAttrs(ps.GetAttributes())
-	for _, e := range ps.GetEvents() {
-		t, err := protoTime(e.GetTimeUnixNano(), "event time_unix_nano")
+	sp.Attributes = attrs
+	for _, e := range events {
+		t, err := protoTime(e.time, "event time_unix_nano")
 		if err != nil {
 			return sp, err
 		}
-		sp.Events = append(sp.Events, Event{Name: e.GetName(), Time: t, Attributes: protoAttrs(e.GetAttributes())})
+		sp.Events = append(sp.Events, Event{Name: e.name, Time: t, Attributes: e.attrs})
 	}
-	for _, l := range ps.GetLinks() {
-		tid, err := protoID(l.GetTraceId(), 16, "link trace_id")
+	for _, l := range links {
+		tid, err := protoID(l.traceID, 16, "link trace_id")
 		if err != nil {
 			return sp, err
 		}
-		sid, err := protoID(l.GetSpanId(), 8, "link span_id")
+		sid, err := protoID(l.spanID, 8, "link span_id")
 		if err != nil {
 			return sp, err
 		}
-		sp.Links = append(sp.Links, Link{TraceID: tid, SpanID: sid, Attributes: protoAttrs(l.GetAttributes())})
+		sp.Links = append(sp.Links, Link{TraceID: tid, SpanID: sid, Attributes: l.attrs})
 	}
-	if ts := ps.GetTraceState(); ts != "" {
-		sp.Extra = append(sp.Extra, trace.Field{Key: "trace_state", Value: trace.AppendString(nil, ts)})
+	if h.traceState != "" {
+		sp.Extra = append(sp.Extra, trace.Field{Key: "trace_state", Value: trace.AppendString(nil, h.traceState)})
 	}
 	return sp, nil
 }
