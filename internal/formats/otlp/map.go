@@ -1,7 +1,6 @@
 package otlp
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -78,8 +77,12 @@ type node struct {
 	// The span while it is mapped (mapSelf); nil in a node assembled from
 	// a Mapped.
 	sp    *Span
-	attrs map[string]json.RawMessage
-	cache map[string]*val
+	cache []parsedAttr // attributes parsed so far (attr)
+}
+
+type parsedAttr struct {
+	key string
+	v   *val
 }
 
 // mapped is what one span maps to on its own (mapSelf), all the trace
@@ -95,24 +98,25 @@ type mapped struct {
 	tool       *toolInfo
 }
 
+// attr is the span's attribute key parsed (the last, should it be given
+// twice), nil when there is none. A span has a few dozen attributes at
+// most and mapping asks for a few: looked for in order, without the maps
+// (of the attributes and of those parsed) built for every span before.
 func (n *node) attr(key string) *val {
-	if n.attrs == nil {
-		n.attrs = make(map[string]json.RawMessage, len(n.sp.Attributes))
-		for _, a := range n.sp.Attributes {
-			n.attrs[a.Key] = a.Value
+	for _, p := range n.cache {
+		if p.key == key {
+			return p.v
 		}
-		n.cache = map[string]*val{}
 	}
-	if v, ok := n.cache[key]; ok {
-		return v
+	as := n.sp.Attributes
+	for i := len(as) - 1; i >= 0; i-- {
+		if as[i].Key == key {
+			v := parseVal(as[i].Value)
+			n.cache = append(n.cache, parsedAttr{key, v})
+			return v
+		}
 	}
-	raw, ok := n.attrs[key]
-	if !ok {
-		return nil
-	}
-	v := parseVal(raw)
-	n.cache[key] = v
-	return v
+	return nil
 }
 
 func (n *node) attrStr(key string) string {

@@ -165,23 +165,45 @@ func objectOf(attrs []Attr) json.RawMessage {
 	if len(attrs) == 0 {
 		return nil
 	}
-	last := make(map[string]int, len(attrs))
-	for i, a := range attrs {
-		last[a.Key] = i
+	// The object is written into one allocation of its size (keys with room
+	// for a few escapes): its values hold the agent's messages, and growing
+	// the buffer from a guess copied them again, a quarter of the bytes
+	// mapping allocates.
+	size := 2
+	for _, a := range attrs {
+		size += len(a.Key) + 8 + max(len(a.Value), 4)
 	}
-	b := make([]byte, 0, 64*len(attrs))
+	b := make([]byte, 0, size)
 	b = append(b, '{')
+	// Where each key is given last: a map only for a long list, whose
+	// pairs looked at one by one would grow with its square.
+	var last map[string]int
+	if len(attrs) > 16 {
+		last = make(map[string]int, len(attrs))
+		for i, a := range attrs {
+			last[a.Key] = i
+		}
+	}
 	n := 0
 	for i, a := range attrs {
-		j := last[a.Key]
-		if j < 0 {
-			continue // written already
-		}
-		if j != i {
-			// keep the first position with the last value
+		// The first position, the last value.
+		if last != nil {
+			j := last[a.Key]
+			if j < 0 {
+				continue // written already
+			}
 			a.Value = attrs[j].Value
+			last[a.Key] = -1
+		} else {
+			if given(attrs[:i], a.Key) {
+				continue
+			}
+			for _, later := range attrs[i+1:] {
+				if later.Key == a.Key {
+					a.Value = later.Value
+				}
+			}
 		}
-		last[a.Key] = -1
 		if n > 0 {
 			b = append(b, ',')
 		}
@@ -195,4 +217,14 @@ func objectOf(attrs []Attr) json.RawMessage {
 		}
 	}
 	return append(b, '}')
+}
+
+// given reports whether attrs name key.
+func given(attrs []Attr, key string) bool {
+	for _, a := range attrs {
+		if a.Key == key {
+			return true
+		}
+	}
+	return false
 }

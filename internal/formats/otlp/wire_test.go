@@ -3,8 +3,11 @@ package otlp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"testing"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -14,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lookout-dev/lookout/bench/otelgen"
+	"github.com/lookout-dev/lookout/internal/trace"
 )
 
 // referenceDecode is what DecodeTraces must give: proto.Unmarshal, then
@@ -172,5 +176,87 @@ func BenchmarkDecodeTraces(b *testing.B) {
 			}
 			b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(n), "ns/span")
 		})
+	}
+}
+
+// BenchmarkMapGenAI maps bench/peers' spans as a receiver does: each
+// request's spans of one trace together (MapSpans).
+func BenchmarkMapGenAI(b *testing.B) {
+	g := otelgen.NewGenerator(6, "svc", "tok")
+	var groups [][]Span
+	spans := 0
+	for range 8 {
+		s, err := DecodeTraces(g.Next().Body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		byTrace := map[string]int{}
+		for _, sp := range s {
+			i, ok := byTrace[sp.TraceID]
+			if !ok {
+				i = len(groups)
+				byTrace[sp.TraceID] = i
+				groups = append(groups, nil)
+			}
+			groups[i] = append(groups[i], sp)
+		}
+		spans += len(s)
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		for _, g := range groups {
+			if _, err := MapSpans(g); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n += spans
+	}
+	b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(n), "ns/span")
+}
+
+// TestObjectOf: a key given twice keeps its first position and its last
+// value, in short lists (looked at pair by pair) and long ones (a map).
+func TestObjectOf(t *testing.T) {
+	reference := func(attrs []Attr) string {
+		if len(attrs) == 0 {
+			return ""
+		}
+		lastValue := map[string]string{}
+		var order []string
+		for _, a := range attrs {
+			if _, ok := lastValue[a.Key]; !ok {
+				order = append(order, a.Key)
+			}
+			v := string(a.Value)
+			if v == "" {
+				v = "null"
+			}
+			lastValue[a.Key] = v
+		}
+		var b []byte
+		for i, k := range order {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(trace.AppendString(b, k), ':')
+			b = append(b, lastValue[k]...)
+		}
+		return "{" + string(b) + "}"
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := range 60 {
+		for range 20 {
+			attrs := make([]Attr, n)
+			for i := range attrs {
+				attrs[i] = Attr{Key: fmt.Sprintf("k%d\"", rng.IntN(n/2+1)), Value: []byte(strconv.Itoa(rng.IntN(100)))}
+				if rng.IntN(10) == 0 {
+					attrs[i].Value = nil
+				}
+			}
+			if got, want := string(objectOf(attrs)), reference(attrs); got != want {
+				t.Fatalf("%d attributes: %s, want %s", n, got, want)
+			}
+		}
 	}
 }
