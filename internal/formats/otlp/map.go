@@ -426,6 +426,17 @@ func uniqueFields(f trace.Fields) trace.Fields {
 	if len(f) < 2 {
 		return f
 	}
+	if len(f) <= 16 { // the usual few: no map, and no copy without a repeat
+		repeated := false
+		for i := 1; i < len(f) && !repeated; i++ {
+			for _, x := range f[:i] {
+				repeated = repeated || x.Key == f[i].Key
+			}
+		}
+		if !repeated {
+			return f
+		}
+	}
 	seen := make(map[string]int, len(f))
 	out := f[:0:0]
 	for _, x := range f {

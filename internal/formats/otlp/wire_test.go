@@ -260,3 +260,35 @@ func TestObjectOf(t *testing.T) {
 		}
 	}
 }
+
+// TestUniqueFields: the last value of a key at its first place, in short
+// lists (pair by pair) and long ones (a map).
+func TestUniqueFields(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := range 40 {
+		for range 20 {
+			f := make(trace.Fields, n)
+			for i := range f {
+				f[i] = trace.Field{Key: strconv.Itoa(rng.IntN(n/2 + 1)), Value: []byte(strconv.Itoa(i))}
+			}
+			last, first := map[string]string{}, map[string]int{}
+			var order []string
+			for i, x := range f {
+				if _, ok := first[x.Key]; !ok {
+					first[x.Key] = i
+					order = append(order, x.Key)
+				}
+				last[x.Key] = string(x.Value)
+			}
+			got := uniqueFields(append(trace.Fields(nil), f...))
+			if len(got) != len(order) {
+				t.Fatalf("%d fields: %d kept, want %d", n, len(got), len(order))
+			}
+			for i, k := range order {
+				if got[i].Key != k || string(got[i].Value) != last[k] {
+					t.Fatalf("%d fields: #%d is %s=%s, want %s=%s", n, i, got[i].Key, got[i].Value, k, last[k])
+				}
+			}
+		}
+	}
+}
