@@ -146,29 +146,11 @@ func fixed64(v []byte) uint64 {
 }
 
 func (d *wireDecoder) resourceSpans(b []byte) error {
-	var seen uint32
 	var res []Attr
-	var scopes [][]byte
-	err := d.fields(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
-		switch {
-		case num == 1 && typ == protowire.BytesType: // resource
-			if err := once(&seen, num); err != nil {
-				return err
-			}
-			var err error
-			res, err = d.resource(v)
-			return err
-		case num == 2 && typ == protowire.BytesType: // scope_spans, read once the resource is
-			scopes = append(scopes, v)
-			return nil
-		case num == 3 && typ == protowire.BytesType: // schema_url
-			if err := once(&seen, num); err != nil {
-				return err
-			}
-			_, err := wireString(v)
-			return err
-		}
-		return errUnusual
+	scopes, err := d.listOf(b, func(v []byte) error {
+		var err error
+		res, err = d.resource(v)
+		return err
 	})
 	if err != nil {
 		return err
@@ -179,6 +161,37 @@ func (d *wireDecoder) resourceSpans(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// listOf reads the shape ResourceSpans and ScopeSpans share: a message
+// that applies to the list (field 1, given to head), the list's messages
+// (field 2, returned to be read once the head is, which may come after
+// them) and a schema_url (field 3).
+func (d *wireDecoder) listOf(b []byte, head func(v []byte) error) ([][]byte, error) {
+	var seen uint32
+	var items [][]byte
+	err := d.fields(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if typ != protowire.BytesType {
+			return errUnusual
+		}
+		if num != 2 {
+			if err := once(&seen, num); err != nil {
+				return err
+			}
+		}
+		switch num {
+		case 1:
+			return head(v)
+		case 2:
+			items = append(items, v)
+			return nil
+		case 3:
+			_, err := wireString(v)
+			return err
+		}
+		return errUnusual
+	})
+	return items, err
 }
 
 func (d *wireDecoder) resource(b []byte) ([]Attr, error) {
@@ -197,28 +210,8 @@ func (d *wireDecoder) resource(b []byte) ([]Attr, error) {
 }
 
 func (d *wireDecoder) scopeSpans(b []byte, res []Attr) error {
-	var seen uint32
 	var sc Scope
-	var spans [][]byte
-	err := d.fields(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
-		switch {
-		case num == 1 && typ == protowire.BytesType: // scope
-			if err := once(&seen, num); err != nil {
-				return err
-			}
-			return d.scope(v, &sc)
-		case num == 2 && typ == protowire.BytesType:
-			spans = append(spans, v)
-			return nil
-		case num == 3 && typ == protowire.BytesType: // schema_url
-			if err := once(&seen, num); err != nil {
-				return err
-			}
-			_, err := wireString(v)
-			return err
-		}
-		return errUnusual
-	})
+	spans, err := d.listOf(b, func(v []byte) error { return d.scope(v, &sc) })
 	if err != nil {
 		return err
 	}
