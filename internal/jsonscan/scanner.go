@@ -94,6 +94,11 @@ type Scanner struct {
 	depth  int
 	strict bool
 	keys   keyStack // strict: the members of the objects being read
+	// strings, when set, is given each string value (not object key) that
+	// Skip passes, as written between its quotes, and whether it holds an
+	// escape (see Strings).
+	strings func(raw []byte, escaped bool)
+	escaped bool // the last string skipString read held an escape
 }
 
 // New returns a scanner over data.
@@ -848,6 +853,17 @@ func (s *Scanner) Raw() (json.RawMessage, error) {
 	return s.data[start:s.pos], nil
 }
 
+// Strings validates the next value as Skip does and calls fn with each
+// string value in it (not object keys), in the order written: its bytes
+// between the quotes, and whether they hold an escape. One pass instead of
+// a validation and a walk: the search index reads every string of every
+// span so. fn may have been called when it fails.
+func (s *Scanner) Strings(fn func(raw []byte, escaped bool)) error {
+	s.strings = fn
+	defer func() { s.strings = nil }()
+	return s.Skip()
+}
+
 // Skip validates and discards the next value.
 func (s *Scanner) Skip() error {
 	s.skipSpace()
@@ -873,7 +889,14 @@ func (s *Scanner) skipFast(depth int) bool {
 	}
 	switch c := s.data[s.pos]; c {
 	case '"':
-		return s.skipString() == nil
+		start := s.pos
+		if s.skipString() != nil {
+			return false
+		}
+		if s.strings != nil {
+			s.strings(s.data[start+1:s.pos-1], s.escaped)
+		}
+		return true
 	case '{', '[':
 		if depth >= MaxDepth {
 			return false
@@ -981,6 +1004,7 @@ func (s *Scanner) rawKey(at int) string {
 func (s *Scanner) skipString() error {
 	i := s.pos + 1
 	d := s.data
+	s.escaped = false
 	for i < len(d) {
 		c := d[i]
 		if plain[c] {
@@ -992,6 +1016,7 @@ func (s *Scanner) skipString() error {
 			s.pos = i + 1
 			return nil
 		case c == '\\':
+			s.escaped = true
 			if i+1 >= len(d) {
 				i = len(d)
 				continue

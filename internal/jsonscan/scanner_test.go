@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -182,6 +183,7 @@ func FuzzSkip(f *testing.F) {
 		if rerr := readAll(NewStrict(data)); (rerr == nil) != sok {
 			t.Fatalf("strict read of %q: %v, skip: %v", data, rerr, serr)
 		}
+		checkStrings(t, data)
 	})
 }
 
@@ -269,4 +271,58 @@ func readAll(s *Scanner) error {
 		return err
 	}
 	return s.Skip()
+}
+
+// stringValues reads data's string values (not keys) in order with the
+// careful readers (Object, Array, String).
+func stringValues(s *Scanner, out *[]string) error {
+	switch s.Peek() {
+	case Object:
+		return s.Object(func(string) error { return stringValues(s, out) })
+	case Array:
+		return s.Array(func(int) error { return stringValues(s, out) })
+	case String:
+		v, err := s.String("v")
+		*out = append(*out, v)
+		return err
+	}
+	return s.Skip()
+}
+
+// checkStrings: Strings accepts what Skip accepts and gives the string
+// values the careful readers read, in order.
+func checkStrings(t *testing.T, data []byte) {
+	t.Helper()
+	var got []string
+	err := New(data).Strings(func(raw []byte, escaped bool) {
+		if escaped != bytes.Contains(raw, []byte{'\\'}) {
+			t.Fatalf("Strings(%q): %q given as escaped=%v", data, raw, escaped)
+		}
+		q := append(append([]byte{'"'}, raw...), '"')
+		v, err := AppendUnescaped(nil, q)
+		if err != nil {
+			t.Fatalf("Strings(%q) gave %q, which does not unescape: %v", data, raw, err)
+		}
+		got = append(got, string(v))
+	})
+	if (err == nil) != (New(data).Skip() == nil) {
+		t.Fatalf("Strings(%q) = %v, unlike Skip", data, err)
+	}
+	if err != nil {
+		return
+	}
+	var want []string
+	if err := stringValues(New(data), &want); err != nil {
+		t.Fatalf("careful read of %q: %v", data, err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Strings(%q) gave %q, want %q", data, got, want)
+	}
+}
+
+func TestStrings(t *testing.T) {
+	for _, c := range []string{`{"a": "x", "b": ["y", {"k": "z"}], "c": 1, "\u0041": "esc\"aped"}`, `"top"`, `["", "\ud83d\ude00", "\n"]`,
+		`{"a": }`, `[1, 2,]`, `{"key": "value"`, "\"bad \xff\"", `{}`, `[]`, `12`} {
+		checkStrings(t, []byte(c))
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/lookout-dev/lookout/internal/formats"
 	"github.com/lookout-dev/lookout/internal/search"
@@ -108,6 +109,63 @@ func TestIndexTextsValues(t *testing.T) {
 		}
 		if len(got.Pieces) < 4 && v != `12.5` {
 			t.Errorf("%q: only %d pieces", v, len(got.Pieces))
+		}
+	}
+}
+
+// TestJSONTextPieces: a span's string that holds JSON text is indexed by
+// the strings in it (as written, at their code point offsets), found here
+// by the quotes, as the index found them before it read them with
+// jsonscan; a string that is not JSON text whole is one piece.
+func TestJSONTextPieces(t *testing.T) {
+	reference := func(s string) []search.Piece {
+		var out []search.Piece
+		cp, counted := 0, 0
+		for i := 0; i < len(s); i++ {
+			if s[i] != '"' {
+				continue
+			}
+			j := i + 1
+			for j < len(s) && s[j] != '"' {
+				if s[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			k := j + 1
+			for k < len(s) && strings.ContainsRune(" \t\n\r", rune(s[k])) {
+				k++
+			}
+			if j > i+1 && (k == len(s) || s[k] != ':') {
+				cp += utf8.RuneCountInString(s[counted : i+1])
+				counted = i + 1
+				out = append(out, search.Piece{Text: search.Lower(s[i+1 : j]), At: cp})
+			}
+			i = j
+		}
+		return out
+	}
+	texts := []string{
+		`[{"role": "user", "content": "Héllo \"wörld\" ✓"}, {"role" : "assistant", "content": ""}]`,
+		` {"a": ["x", ["y", {"b": "zé"}]], "n": 1, "t": true, "k\"ey": "v"}`,
+		`{"emoji": "😀 ok", "esc": "\u00e9\n", "after": "last"}`,
+	}
+	for _, text := range texts {
+		for _, index := range []func(*trace.Trace) search.Doc{search.Index, search.IndexTexts} {
+			tr := &trace.Trace{Spans: []trace.Span{{ID: "s", Attributes: json.RawMessage(`{"m": ` + string(trace.AppendString(nil, text)) + `}`)}}}
+			got := index(tr).Pieces
+			for i := range got {
+				got[i].Address = ""
+			}
+			if want := reference(text); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s:\n got %+v\nwant %+v", text, got, want)
+			}
+		}
+	}
+	for _, notJSON := range []string{`{"a": "unclosed"`, `[1, 2] more`, `{not json}`} {
+		tr := &trace.Trace{Spans: []trace.Span{{ID: "s", Attributes: json.RawMessage(`{"m": ` + string(trace.AppendString(nil, notJSON)) + `}`)}}}
+		if got := search.IndexTexts(tr).Pieces; len(got) != 1 || got[0].Text != search.Lower(notJSON) || got[0].At != 0 {
+			t.Errorf("%s: pieces %+v, want the string whole", notJSON, got)
 		}
 	}
 }

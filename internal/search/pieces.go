@@ -191,9 +191,26 @@ type docBuilder struct {
 	noAddr bool      // pieces without their addresses
 	cache  TextCache // nil: the pieces are not hashed
 	// viewing: the strings given to piece are views of the trace's JSON
-	// or of scratch (valueStrings), copied before they are kept.
+	// or of scratch (walk), copied before they are kept.
 	viewing bool
 	scratch []byte
+
+	// The scans of walk and of textStrings, and their callbacks, made once
+	// a trace rather than once a string (they escape to the heap): what
+	// the callbacks work on is set in the fields below before each scan.
+	values, texts   jsonscan.Scanner
+	onValue, onText func(raw []byte, escaped bool)
+	valueRaw        []byte
+	valueBase       trace.Address
+	valueAdd        func(trace.Address, string)
+	text            struct {
+		s         string
+		data      []byte
+		a         trace.Address
+		addr      string
+		addressed bool
+		cp, at    int // code points in s[:at]
+	}
 }
 
 // piece appends a piece of the text s (as the trace holds it).
@@ -247,9 +264,10 @@ func (b *docBuilder) address(a trace.Address) string {
 
 // walk is walkStrings, with paths only when the pieces have addresses.
 // Without them, the strings are given in the order they are written, in
-// one pass (valueStrings): the pieces' order does not matter then, and the
-// member order walkStrings keeps cost a pass over each object's values for
-// every level it nests in (over half of indexing an agent's spans).
+// the pass that checks raw is JSON (jsonscan's Strings): the pieces' order
+// does not matter then, and the member order walkStrings keeps cost a pass
+// over each object's values for every level it nests in (over half of
+// indexing an agent's spans).
 func (b *docBuilder) walk(raw json.RawMessage, base trace.Address, add func(trace.Address, string)) {
 	if !b.noAddr {
 		walkStringsAt(raw, base, add, true)
@@ -259,53 +277,36 @@ func (b *docBuilder) walk(raw json.RawMessage, base trace.Address, add func(trac
 	if len(raw) == 0 {
 		return
 	}
-	if s := jsonscan.New(raw); s.Skip() != nil || s.End() != nil {
-		walkDecoded(raw, base, add)
-		return
+	if b.onValue == nil {
+		b.onValue = b.value
 	}
+	// What the scan added goes again if raw is not one JSON value.
+	pieces, hashes := len(b.d.Pieces), len(b.d.Hashes)
+	b.valueRaw, b.valueBase, b.valueAdd = raw, base, add
 	b.viewing = true
-	b.scratch = valueStrings(raw, b.scratch, func(v string) { add(base, v) })
+	b.values.Reset(raw)
+	err := b.values.Strings(b.onValue)
 	b.viewing = false
+	if err != nil || b.values.End() != nil {
+		b.d.Pieces, b.d.Hashes = b.d.Pieces[:pieces], b.d.Hashes[:hashes]
+		walkDecoded(raw, base, add)
+	}
 }
 
-// valueStrings calls fn with each string value (not object key) of the
-// well-formed JSON value raw, unescaped, each a view valid only during the
-// call: of raw, or of scratch (returned, grown) when it has escapes.
-func valueStrings(raw, scratch []byte, fn func(string)) []byte {
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != '"' {
-			continue
-		}
-		j, escaped, ascii := i+1, false, true
-		for ; raw[j] != '"'; j++ {
-			switch c := raw[j]; {
-			case c == '\\':
-				escaped = true
-				j++
-			case c >= 0x80:
-				ascii = false
-			}
-		}
-		k := j + 1
-		for k < len(raw) && (raw[k] == ' ' || raw[k] == '\t' || raw[k] == '\n' || raw[k] == '\r') {
-			k++
-		}
-		if j > i+1 && (k == len(raw) || raw[k] != ':') {
-			v := raw[i+1 : j]
-			switch {
-			case escaped:
-				// As jsonscan reads it (surrogates, invalid UTF-8).
-				scratch, _ = jsonscan.AppendUnescaped(scratch[:0], raw[i:j+1])
-				fn(unsafe.String(unsafe.SliceData(scratch), len(scratch)))
-			case !ascii && !utf8.Valid(v):
-				fn(jsonscan.ValidUTF8(v))
-			default:
-				fn(unsafe.String(unsafe.SliceData(v), len(v)))
-			}
-		}
-		i = j
+// value gives walk's add a string value v of b.valueRaw, unescaped.
+func (b *docBuilder) value(v []byte, escaped bool) {
+	switch {
+	case len(v) == 0:
+	case escaped:
+		// As jsonscan reads it (surrogates, invalid UTF-8).
+		at := cap(b.valueRaw) - cap(v) // v's offset, between its quotes
+		b.scratch, _ = jsonscan.AppendUnescaped(b.scratch[:0], b.valueRaw[at-1:at+len(v)+1])
+		b.valueAdd(b.valueBase, unsafe.String(unsafe.SliceData(b.scratch), len(b.scratch)))
+	case !utf8.Valid(v):
+		b.valueAdd(b.valueBase, jsonscan.ValidUTF8(v))
+	default:
+		b.valueAdd(b.valueBase, unsafe.String(unsafe.SliceData(v), len(v)))
 	}
-	return scratch
 }
 
 func (b *docBuilder) events(events []trace.Event, first int) {
@@ -352,21 +353,20 @@ func (b *docBuilder) spans(spans []trace.Span) {
 }
 
 func (b *docBuilder) addSpanString(a trace.Address, s string) {
-	if !isJSONText(s) {
-		b.add(a, s)
+	pieces, hashes := len(b.d.Pieces), len(b.d.Hashes)
+	if b.textStrings(a, s) {
 		return
 	}
-	addr, addressed := "", false
-	JSONTextStrings(s, func(raw string, at int) {
-		if !addressed {
-			addr, addressed = b.address(a), true
-		}
-		b.piece(addr, raw, at)
-	})
+	b.d.Pieces, b.d.Hashes = b.d.Pieces[:pieces], b.d.Hashes[:hashes]
+	b.add(a, s)
 }
 
-// isJSONText reports whether s is a JSON object or array, whole.
-func isJSONText(s string) bool {
+// textStrings adds, at a, each string value (not object key) of s as
+// written between its quotes, at the code point offset in s where it
+// starts, empty ones left out; it reports whether s is a JSON object or
+// array, whole (when it is not, it may have added pieces before that was
+// known).
+func (b *docBuilder) textStrings(a trace.Address, s string) bool {
 	i := 0
 	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
 		i++
@@ -374,38 +374,28 @@ func isJSONText(s string) bool {
 	if i == len(s) || s[i] != '{' && s[i] != '[' {
 		return false
 	}
-	sc := jsonscan.New(unsafe.Slice(unsafe.StringData(s), len(s)))
-	return sc.Skip() == nil && sc.End() == nil
+	if b.onText == nil {
+		b.onText = b.textString
+	}
+	t := &b.text
+	t.s, t.data, t.a, t.addr, t.addressed, t.cp, t.at = s, unsafe.Slice(unsafe.StringData(s), len(s)), a, "", false, 0, 0
+	b.texts.Reset(t.data)
+	return b.texts.Strings(b.onText) == nil && b.texts.End() == nil
 }
 
-// JSONTextStrings calls fn with each string value (not object key) of the
-// JSON text s, which must be well-formed, as written between its quotes,
-// and the code point offset in s where it starts; empty ones are left out.
-func JSONTextStrings(s string, fn func(raw string, at int)) {
-	cp, counted := 0, 0 // code points in s[:counted]
-	for i := 0; i < len(s); i++ {
-		if s[i] != '"' {
-			continue
-		}
-		j := i + 1
-		for j < len(s) && s[j] != '"' {
-			if s[j] == '\\' {
-				j++
-			}
-			j++
-		}
-		// A key is followed by a colon.
-		k := j + 1
-		for k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\n' || s[k] == '\r') {
-			k++
-		}
-		if j > i+1 && (k == len(s) || s[k] != ':') {
-			cp += utf8.RuneCountInString(s[counted : i+1])
-			counted = i + 1
-			fn(s[i+1:j], cp)
-		}
-		i = j
+// textString adds a string value raw of b.text.s.
+func (b *docBuilder) textString(raw []byte, _ bool) {
+	if len(raw) == 0 {
+		return
 	}
+	t := &b.text
+	at := cap(t.data) - cap(raw)
+	t.cp += utf8.RuneCount(t.data[t.at:at])
+	t.at = at
+	if !t.addressed {
+		t.addr, t.addressed = b.address(t.a), true
+	}
+	b.piece(t.addr, t.s[at:at+len(raw)], t.cp)
 }
 
 // walkStrings calls add for every string in the JSON value raw, at its path
