@@ -20,7 +20,8 @@ import (
 
 // auditSQL counts, in the database itself, the transactions that committed
 // background work: each that wrote a trace's row of the search index, and
-// each that wrote a trace's stored row (a push or a build from spans). A
+// each that rewrote a trace's stored content (a build from spans; a
+// trace's first spans insert its row unbuilt, which is not counted). A
 // batch that two replicas both ran would commit its rows twice; one that a
 // killed replica began and never committed leaves nothing.
 const auditSQL = `
@@ -37,7 +38,7 @@ BEGIN
     INSERT INTO audit_write VALUES (NEW.id, txid_current()) ON CONFLICT DO NOTHING;
     RETURN NULL;
 END $$;
-CREATE TRIGGER audit_write AFTER INSERT OR UPDATE OF content ON traces FOR EACH ROW EXECUTE FUNCTION audit_write();
+CREATE TRIGGER audit_write AFTER UPDATE OF content ON traces FOR EACH ROW EXECUTE FUNCTION audit_write();
 `
 
 // replicaSet is three replicas that the test kills and starts again while
@@ -337,9 +338,12 @@ func TestReplicasKilled(t *testing.T) {
 
 	// No index step twice: a pushed trace, never changed, had its index
 	// row written by one committed transaction. No build twice: a trace
-	// from spans was written by at most as many transactions as requests
+	// from spans was built by at most as many transactions as requests
 	// carried its spans (each request marks it once; a build takes every
-	// mark it finds).
+	// mark it finds). Its row's insert, unbuilt, is not a build: counting
+	// it failed the test whenever a build came between a trace's two
+	// requests (more than the builder's 250 ms of quiet apart, as in a
+	// loaded CI run): a build for each mark, as allowed.
 	var twice int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT a.trace_id FROM audit_index a
 		JOIN traces t ON t.id = a.trace_id JOIN datasets d ON d.id = t.dataset_id
