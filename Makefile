@@ -21,6 +21,7 @@ FUZZ_TARGETS := \
 	./internal/formats/bedrock:FuzzDecode \
 	./internal/formats/otlp:FuzzDecode \
 	./internal/formats/otlp:FuzzDecodeBinary \
+	./internal/formats/otlp:FuzzDecodeTraces \
 	./internal/formats:FuzzDetect \
 	./internal/trace:FuzzParseAddress \
 	./internal/trace:FuzzCanonical \
