@@ -19,9 +19,10 @@ import (
 )
 
 // auditSQL counts, in the database itself, the transactions that committed
-// background work: each that wrote a trace's row of the search index, and
-// each that rewrote a trace's stored content (a build from spans; a
-// trace's first spans insert its row unbuilt, which is not counted). A
+// background work: each that wrote a trace's row of the search index, each
+// that rewrote a trace's stored content (a build from spans; a trace's
+// first spans insert its row unbuilt, which is not counted), and each that
+// took a trace's mark of spans to build (deleted its otel_pending row). A
 // batch that two replicas both ran would commit its rows twice; one that a
 // killed replica began and never committed leaves nothing.
 const auditSQL = `
@@ -39,6 +40,13 @@ BEGIN
     RETURN NULL;
 END $$;
 CREATE TRIGGER audit_write AFTER UPDATE OF content ON traces FOR EACH ROW EXECUTE FUNCTION audit_write();
+CREATE TABLE audit_unmark (trace_id uuid NOT NULL, tx bigint NOT NULL, UNIQUE (trace_id, tx));
+CREATE FUNCTION audit_unmark() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO audit_unmark VALUES (OLD.trace_id, txid_current()) ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER audit_unmark AFTER DELETE ON otel_pending FOR EACH ROW EXECUTE FUNCTION audit_unmark();
 `
 
 // replicaSet is three replicas that the test kills and starts again while
@@ -337,13 +345,23 @@ func TestReplicasKilled(t *testing.T) {
 	}
 
 	// No index step twice: a pushed trace, never changed, had its index
-	// row written by one committed transaction. No build twice: a trace
-	// from spans was built by at most as many transactions as requests
-	// carried its spans (each request marks it once; a build takes every
-	// mark it finds). Its row's insert, unbuilt, is not a build: counting
-	// it failed the test whenever a build came between a trace's two
-	// requests (more than the builder's 250 ms of quiet apart, as in a
-	// loaded CI run): a build for each mark, as allowed.
+	// row written by one committed transaction. No build twice: every
+	// build took the trace's mark in its own transaction (a mark is taken
+	// once: a build that found none would build again what another did),
+	// so a trace from spans was built by at most as many transactions as
+	// requests carried its spans (each request marks it once; a build takes
+	// every mark it finds). Its row's insert, unbuilt, is not a build:
+	// counting it had failed the test whenever a build came between a
+	// trace's two requests (more than the builder's 250 ms of quiet apart,
+	// as in a loaded CI run), a build for each mark, as allowed.
+	var markless int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM audit_write a
+		WHERE NOT EXISTS (SELECT 1 FROM audit_unmark u WHERE u.trace_id = a.trace_id AND u.tx = a.tx)`).Scan(&markless); err != nil {
+		t.Fatal(err)
+	}
+	if markless != 0 {
+		t.Errorf("%d builds of traces from spans took no mark", markless)
+	}
 	var twice int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT a.trace_id FROM audit_index a
 		JOIN traces t ON t.id = a.trace_id JOIN datasets d ON d.id = t.dataset_id
