@@ -49,7 +49,9 @@ func TestCrash(t *testing.T) {
 
 // TestPragmas: the file is in WAL mode (its header says so, so it stays that
 // way for every later opener), commits are synchronous=FULL on the writer,
-// foreign keys are enforced and a lock is waited for, on both connections.
+// foreign keys are enforced and a lock is waited for, on both connections;
+// the writers of both files checkpoint seldom and keep statement journals
+// in memory.
 func TestPragmas(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "lookout.db")
@@ -66,6 +68,11 @@ func TestPragmas(t *testing.T) {
 		{st.w, "synchronous", "2"}, // FULL
 		{st.w, "foreign_keys", "1"},
 		{st.w, "busy_timeout", "10000"},
+		{st.w, "wal_autocheckpoint", "15000"},
+		{st.w, "temp_store", "2"}, // memory
+		{st.iw, "synchronous", "2"},
+		{st.iw, "wal_autocheckpoint", "15000"},
+		{st.iw, "temp_store", "2"},
 		{st.r, "journal_mode", "wal"},
 		{st.r, "foreign_keys", "1"},
 		{st.r, "busy_timeout", "10000"},
