@@ -31,6 +31,15 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, open)
 }
 
+// TestCompressedSpanParts: parts the next release writes compressed.
+func TestCompressedSpanParts(t *testing.T) {
+	storetest.CompressedSpanParts(t, open, func(t *testing.T, st store.Store, traceID, spanID string, data []byte) {
+		if _, err := st.(*Store).pool.Exec(context.Background(), `INSERT INTO otel_span_parts (trace_id, span_id, data) VALUES ($1, $2, $3)`, traceID, spanID, data); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // TestCrash kills a writer process with SIGKILL mid-stream; every
 // acknowledged trace must survive and no batch be partial.
 func TestCrash(t *testing.T) {

@@ -2,7 +2,9 @@ package spanstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/lookout-dev/lookout/internal/store"
@@ -41,5 +43,41 @@ func TestSpanParts(t *testing.T) {
 	}
 	if err := unpackSpans(packed[:len(packed)-1], func(string, []byte) {}); !errors.Is(err, errPacked) {
 		t.Errorf("last byte cut: %v", err)
+	}
+}
+
+// A compressed part reads back as the spans packed in it; a span whose id
+// is the mark of compressed parts is never written alone under it; a
+// damaged compressed part, or one that would decompress past the bound,
+// is an error.
+func TestCompressedParts(t *testing.T) {
+	spans := []store.StoredSpan{{SpanID: "a1", Data: bytes.Repeat([]byte("agent text "), 100)}, {SpanID: "b2", Data: []byte("second")}}
+	id, data := CompressedPart(spans)
+	if len(data) >= len(packSpans(spans)) {
+		t.Errorf("compressed %d bytes, packed %d", len(data), len(packSpans(spans)))
+	}
+	var got []store.StoredSpan
+	if err := unpackPart(id, data, func(id string, d []byte) { got = append(got, store.StoredSpan{SpanID: id, Data: d}) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].SpanID != "a1" || !bytes.Equal(got[0].Data, spans[0].Data) || got[1].SpanID != "b2" || string(got[1].Data) != "second" {
+		t.Errorf("read back: %+v", got)
+	}
+	parts := partsOf([]TraceSpans{{"t1", []store.StoredSpan{{SpanID: compressedSpans, Data: []byte("x")}}}})
+	if len(parts) != 1 || parts[0].SpanID != "" {
+		t.Fatalf("a span of the mark's id alone: %+v", parts)
+	}
+	got = nil
+	if err := unpackPart(parts[0].SpanID, parts[0].Data, func(id string, d []byte) { got = append(got, store.StoredSpan{SpanID: id, Data: d}) }); err != nil || len(got) != 1 || got[0].SpanID != compressedSpans {
+		t.Errorf("read back: %+v, %v", got, err)
+	}
+	for _, bad := range [][]byte{data[:len(data)/2], {0xff}} {
+		if err := unpackPart(compressedSpans, bad, func(string, []byte) {}); err == nil {
+			t.Errorf("%d damaged bytes read without an error", len(bad))
+		}
+	}
+	huge := append(binary.AppendUvarint(nil, maxUnpacked+1), data[1:]...)
+	if err := unpackPart(compressedSpans, huge, func(string, []byte) {}); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("a part past the bound: %v", err)
 	}
 }

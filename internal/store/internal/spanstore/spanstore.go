@@ -452,11 +452,7 @@ func readSpans(ctx context.Context, q Reader, traceID string) (map[string][]byte
 			rows.Close()
 			return nil, err
 		}
-		if id != "" {
-			spans[id] = data
-			continue
-		}
-		if err := unpackSpans(data, func(id string, d []byte) { spans[id] = d }); err != nil {
+		if err := unpackPart(id, data, func(id string, d []byte) { spans[id] = d }); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("stored spans of trace %s: %w", traceID, err)
 		}
