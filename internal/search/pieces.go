@@ -173,8 +173,13 @@ type HashedText struct {
 
 func index(t *trace.Trace, noAddr bool, c TextCache) Doc {
 	b := docBuilder{noAddr: noAddr, cache: c}
+	// Sized for what agents' traces hold (GenAI spans about 20 pieces a
+	// span, events one or two), within a bound: growing from nothing
+	// copied the pieces ten times over.
+	hint := min(2*len(t.Events)+20*len(t.Spans), maxPiecesHint)
+	b.d.Pieces = make([]Piece, 0, hint)
 	if c != nil {
-		b.d.Hashes = []TextHash{}
+		b.d.Hashes = make([]TextHash, 0, hint)
 	}
 	b.events(t.Events, 0)
 	b.spans(t.Spans)
@@ -184,6 +189,10 @@ func index(t *trace.Trace, noAddr bool, c TextCache) Doc {
 	b.d.Meta = Meta(t.Metadata)
 	return b.d
 }
+
+// maxPiecesHint bounds the pieces a document is sized for before it is
+// walked (a trace of many spans with few texts would waste the rest).
+const maxPiecesHint = 4096
 
 type docBuilder struct {
 	d      Doc
