@@ -43,6 +43,20 @@ func contents(t *testing.T, e *env, id string) string {
 	return strings.Join(out, ",")
 }
 
+// accepter returns a function that accepts spans (id, data, ...) of the
+// OpenTelemetry trace otelID into d, failing the test on an error, and
+// returns the trace's id.
+func (e *env) accepter(owner store.User, d store.Dataset, otelID string) func(sp ...string) string {
+	return func(sp ...string) string {
+		e.t.Helper()
+		ids, err := e.st.AcceptSpans(e.ctx, owner.ID, d.ID, []store.SpanGroup{{OTelTraceID: otelID, Spans: spans(sp...)}})
+		if err != nil {
+			e.t.Fatalf("AcceptSpans: %v", err)
+		}
+		return ids[0]
+	}
+}
+
 func spans(kv ...string) []store.StoredSpan {
 	var out []store.StoredSpan
 	for i := 0; i < len(kv); i += 2 {
@@ -405,14 +419,7 @@ func testBuildAfterRebuild(t *testing.T, open func(t *testing.T) store.Store) {
 	alice := e.user("alice")
 	d := e.dataset(alice, "otel", false)
 	const a = "0af7651916cd43dd8448eb211c80319c"
-	accept := func(sp ...string) string {
-		t.Helper()
-		ids, err := e.st.AcceptSpans(e.ctx, alice.ID, d.ID, []store.SpanGroup{{OTelTraceID: a, Spans: spans(sp...)}})
-		if err != nil {
-			t.Fatalf("AcceptSpans: %v", err)
-		}
-		return ids[0]
-	}
+	accept := e.accepter(alice, d, a)
 	id := accept("s1", "one")
 	var seen [][]string
 	var mu sync.Mutex
@@ -458,14 +465,7 @@ func CompressedSpanParts(t *testing.T, open func(tb testing.TB) store.Store, ins
 	var mu sync.Mutex
 	build := spanBuild(&mu, &seen)
 	const a = "0af7651916cd43dd8448eb211c80319c"
-	accept := func(sp ...string) string {
-		t.Helper()
-		ids, err := e.st.AcceptSpans(e.ctx, alice.ID, d.ID, []store.SpanGroup{{OTelTraceID: a, Spans: spans(sp...)}})
-		if err != nil {
-			t.Fatalf("AcceptSpans: %v", err)
-		}
-		return ids[0]
-	}
+	accept := e.accepter(alice, d, a)
 	id := accept("s1", "one")
 	spanID, data := spanstore.CompressedPart(spans("s2", "two", "s3", "three", "s1", "ONE"))
 	insert(t, e.st, id, spanID, data)
