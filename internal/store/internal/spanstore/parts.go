@@ -34,9 +34,9 @@ type SpanPart struct {
 // would be a part alone is packed instead (partsOf).
 const compressedSpans = ":s2"
 
-// maxUnpacked bounds what one compressed part may decompress to (a part
-// holds a request's spans of one trace, and a request is bounded far
-// below), so that a damaged row cannot ask for any amount of memory.
+// maxUnpacked bounds what one compressed part may decompress to, so that a
+// damaged row cannot ask for any amount of memory: a part holds the
+// spans of one trace in one request, whose body is 64 MiB by default.
 const maxUnpacked = 1 << 30
 
 // partsOf makes the rows of traces' spans: a part a trace.
