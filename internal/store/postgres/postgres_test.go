@@ -31,9 +31,10 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, open)
 }
 
-// TestCompressedSpanParts: parts the next release writes compressed.
-func TestCompressedSpanParts(t *testing.T) {
-	storetest.CompressedSpanParts(t, open, func(t *testing.T, st store.Store, traceID, spanID string, data []byte) {
+// TestStoredSpanParts: parts the next release writes compressed, and a
+// damaged one.
+func TestStoredSpanParts(t *testing.T) {
+	storetest.StoredSpanParts(t, open, func(t *testing.T, st store.Store, traceID, spanID string, data []byte) {
 		if _, err := st.(*Store).pool.Exec(context.Background(), `INSERT INTO otel_span_parts (trace_id, span_id, data) VALUES ($1, $2, $3)`, traceID, spanID, data); err != nil {
 			t.Fatal(err)
 		}

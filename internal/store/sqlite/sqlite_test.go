@@ -39,9 +39,10 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, open)
 }
 
-// TestCompressedSpanParts: parts the next release writes compressed.
-func TestCompressedSpanParts(t *testing.T) {
-	storetest.CompressedSpanParts(t, open, func(t *testing.T, st store.Store, traceID, spanID string, data []byte) {
+// TestStoredSpanParts: parts the next release writes compressed, and a
+// damaged one.
+func TestStoredSpanParts(t *testing.T) {
+	storetest.StoredSpanParts(t, open, func(t *testing.T, st store.Store, traceID, spanID string, data []byte) {
 		if _, err := st.(*Store).w.Exec(`INSERT INTO otel_span_parts (trace_id, span_id, data) VALUES (?, ?, ?)`, traceID, spanID, data); err != nil {
 			t.Fatal(err)
 		}

@@ -454,24 +454,42 @@ func testBuildAfterRebuild(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 }
 
-// CompressedSpanParts: a trace's spans stored in a compressed part (as the
+// StoredSpanParts: a trace's spans stored in a compressed part (as the
 // next release is to write them, put by insert) are read with those in
-// plain parts, in the order written, into its build.
-func CompressedSpanParts(t *testing.T, open func(tb testing.TB) store.Store, insert func(t *testing.T, st store.Store, traceID, spanID string, data []byte)) {
+// plain parts, in the order written, into its build; a trace with a part
+// that does not unpack fails its build alone, the other traces of the
+// batch built, and its mark cleared as for any failed build.
+func StoredSpanParts(t *testing.T, open func(tb testing.TB) store.Store, insert func(t *testing.T, st store.Store, traceID, spanID string, data []byte)) {
 	e := newEnv(t, func(t *testing.T) store.Store { return open(t) })
 	alice := e.user("alice")
 	d := e.dataset(alice, "otel", false)
 	var seen [][]string
 	var mu sync.Mutex
 	build := spanBuild(&mu, &seen)
-	const a = "0af7651916cd43dd8448eb211c80319c"
-	accept := e.accepter(alice, d, a)
+	accept := e.accepter(alice, d, "0af7651916cd43dd8448eb211c80319c")
 	id := accept("s1", "one")
 	spanID, data := spanstore.CompressedPart(spans("s2", "two", "s3", "three", "s1", "ONE"))
 	insert(t, e.st, id, spanID, data)
 	accept("s4", "four")
-	buildPending(t, e, store.PendingFilter{TraceIDs: []string{id}}, build)
+	damaged := e.accepter(alice, d, "4bf92f3577b34da6a3ce929d0e0e4736")("x", "bx")
+	insert(t, e.st, damaged, "", []byte{0xff})
+
+	out, err := e.st.BuildPendingSpans(e.ctx, store.PendingFilter{DatasetID: d.ID}, build)
+	if err != nil || len(out) != 2 {
+		t.Fatalf("BuildPendingSpans: %+v, %v; want both traces, one failed", out, err)
+	}
+	for _, b := range out {
+		switch {
+		case b.TraceID == id && b.Err != nil:
+			t.Errorf("the trace with a compressed part: %v", b.Err)
+		case b.TraceID == damaged && (b.Err == nil || !strings.Contains(b.Err.Error(), "damaged")):
+			t.Errorf("the trace with a damaged part: %v, want its error", b.Err)
+		}
+	}
 	if c := contents(t, e, id); c != "ONE,two,three,four" {
 		t.Errorf("events %q, want ONE,two,three,four", c)
+	}
+	if n, err := e.st.PendingSpanTraces(e.ctx); err != nil || n != 0 {
+		t.Errorf("pending traces: %d, %v; want none", n, err)
 	}
 }

@@ -3,6 +3,7 @@ package spanstore
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"runtime"
 	"slices"
 	"strings"
@@ -140,18 +141,29 @@ type PendingTrace struct {
 	Seq         int64             // its mark's sequence number when read
 	Fresh       bool              // never built: it has no index rows
 	Spans       map[string][]byte // all its stored spans
+	Damaged     error             // a stored part does not unpack: not built
 }
 
 // buildPending builds pending traces from their stored spans, on several
-// cores.
+// cores; a damaged one fails alone.
 func buildPending(ps []PendingTrace, build func(otelTraceID string, spans [][]byte) (*trace.Trace, error), now time.Time) []spanBuild {
-	groups := make([]store.SpanGroup, len(ps))
-	stored := make([]map[string][]byte, len(ps))
+	out := make([]spanBuild, len(ps))
+	var groups []store.SpanGroup
+	var stored []map[string][]byte
+	var at []int
 	for i, p := range ps {
-		groups[i].OTelTraceID = p.OTelTraceID
-		stored[i] = p.Spans
+		if p.Damaged != nil {
+			out[i].Err = p.Damaged
+			continue
+		}
+		groups = append(groups, store.SpanGroup{OTelTraceID: p.OTelTraceID})
+		stored = append(stored, p.Spans)
+		at = append(at, i)
 	}
-	return buildSpanGroups(groups, stored, build, now)
+	for k, b := range buildSpanGroups(groups, stored, build, now) {
+		out[at[k]] = b
+	}
+	return out
 }
 
 // pendingRow is the row of a trace whose first spans were accepted and
@@ -180,7 +192,10 @@ func rebuildMoved(ps []PendingTrace, built []spanBuild, seqs map[string]int64, r
 		if seq, ok := seqs[p.TraceID]; ok && seq != p.Seq {
 			p.Seq = seq
 			var err error
-			if p.Spans, err = readSpans(p.TraceID); err != nil {
+			p.Spans, p.Damaged = nil, nil
+			if p.Spans, err = readSpans(p.TraceID); errors.Is(err, errDamaged) {
+				p.Damaged = err
+			} else if err != nil {
 				return err
 			}
 			again, againAt = append(again, p), append(againAt, i)

@@ -84,6 +84,10 @@ func CompressedPart(spans []store.StoredSpan) (spanID string, data []byte) {
 
 var errPacked = errors.New("malformed packed spans")
 
+// errDamaged is a trace's stored spans that do not unpack: the trace
+// cannot be built, and fails alone rather than every build with it.
+var errDamaged = errors.New("a stored part of its spans is damaged")
+
 // unpackPart calls fn with each span of a stored part (SpanID and Data as
 // read), their data subslices of data or of its decompressed form.
 func unpackPart(spanID string, data []byte, fn func(id string, data []byte)) error {

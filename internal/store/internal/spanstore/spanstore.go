@@ -430,7 +430,9 @@ func readPending(ctx context.Context, q Reader, f store.PendingFilter) ([]Pendin
 		return nil, err
 	}
 	for i := range ps {
-		if ps[i].Spans, err = readSpans(ctx, q, ps[i].TraceID); err != nil {
+		if ps[i].Spans, err = readSpans(ctx, q, ps[i].TraceID); errors.Is(err, errDamaged) {
+			ps[i].Damaged = err
+		} else if err != nil {
 			return nil, err
 		}
 	}
@@ -454,7 +456,7 @@ func readSpans(ctx context.Context, q Reader, traceID string) (map[string][]byte
 		}
 		if err := unpackPart(id, data, func(id string, d []byte) { spans[id] = d }); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("stored spans of trace %s: %w", traceID, err)
+			return nil, fmt.Errorf("stored spans of trace %s: %w (%w)", traceID, errDamaged, err)
 		}
 	}
 	return spans, done(rows)
