@@ -192,7 +192,7 @@ func rebuildMoved(ps []PendingTrace, built []spanBuild, seqs map[string]int64, r
 		if seq, ok := seqs[p.TraceID]; ok && seq != p.Seq {
 			p.Seq = seq
 			var err error
-			p.Spans, p.Damaged = nil, nil
+			p.Damaged = nil // read again below
 			if p.Spans, err = readSpans(p.TraceID); errors.Is(err, errDamaged) {
 				p.Damaged = err
 			} else if err != nil {
