@@ -125,9 +125,20 @@ func writeAndRead(t *testing.T, base, who string, round int) {
 	if err != nil || len(ids) != 3 {
 		t.Fatalf("round %d: push through the %s binary: %v", round, who, err)
 	}
-	body := otlpBody(otlpSpan{fmt.Sprintf("%032x", round+1), fmt.Sprintf("%016x", round+1), "", "chat gpt-4o", 1_000_000_000, map[string]string{
+	// Each round's spans are long enough to be stored compressed by a
+	// release that writes compressed parts; from round 1 a span joins
+	// the previous round's trace, written by the other binary, whose
+	// stored spans this one must read to rebuild it.
+	filler := strings.Repeat(" the agent looked the flight up again", 20)
+	spans := []otlpSpan{{fmt.Sprintf("%032x", round+1), fmt.Sprintf("%016x", round+1), "", "chat gpt-4o", 1_000_000_000, map[string]string{
 		"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
-		"gen_ai.input.messages": fmt.Sprintf(`[{"role":"user","parts":[{"type":"text","content":"spans of round%d zv%d"}]}]`, round, round)}})
+		"gen_ai.input.messages": fmt.Sprintf(`[{"role":"user","parts":[{"type":"text","content":"spans of round%d zv%d%s"}]}]`, round, round, filler)}}}
+	if round > 0 {
+		spans = append(spans, otlpSpan{fmt.Sprintf("%032x", round), fmt.Sprintf("%016x", 100+round), fmt.Sprintf("%016x", round), "chat gpt-4o", 2_000_000_000, map[string]string{
+			"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+			"gen_ai.input.messages": fmt.Sprintf(`[{"role":"user","parts":[{"type":"text","content":"joins round%d zx%d%s"}]}]`, round-1, round-1, filler)}})
+	}
+	body := otlpBody(spans...)
 	req, _ := http.NewRequest("POST", base+"/v1/traces", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Lookout-Dataset", "upgrade")
@@ -190,6 +201,24 @@ func readBoth(t *testing.T, bases []string, rounds int) {
 				if len(got) != want || len(slices.Compact(slices.Sorted(slices.Values(got)))) != want {
 					t.Errorf("%s: search %q found %d traces, want %d", base, q, len(got), want)
 				}
+			}
+			if r == rounds-1 {
+				continue
+			}
+			// The span the next round added: in the same trace as the
+			// round's own, which the build kept.
+			var ids []string
+			for _, q := range []string{fmt.Sprintf("zv%d", r), fmt.Sprintf("zx%d", r)} {
+				found, err := c.Search(ctx, d.ID, q, "", 100)
+				if err != nil {
+					t.Fatalf("%s: search %q: %v", base, q, err)
+				}
+				for _, tr := range found.Traces {
+					ids = append(ids, tr.ID)
+				}
+			}
+			if len(ids) != 2 || ids[0] != ids[1] {
+				t.Errorf("%s: round %d's trace and the span the next round added to it: traces %v, want one trace found twice", base, r, ids)
 			}
 		}
 	}

@@ -31,13 +31,23 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, open)
 }
 
-// TestStoredSpanParts: parts the next release writes compressed, and a
-// damaged one.
+// TestStoredSpanParts: compressed parts, written and read, and a damaged
+// one.
 func TestStoredSpanParts(t *testing.T) {
 	storetest.StoredSpanParts(t, open, func(t *testing.T, st store.Store, traceID, spanID string, data []byte) {
 		if _, err := st.(*Store).pool.Exec(context.Background(), `INSERT INTO otel_span_parts (trace_id, span_id, data) VALUES ($1, $2, $3)`, traceID, spanID, data); err != nil {
 			t.Fatal(err)
 		}
+	}, func(t *testing.T, st store.Store, traceID string) []string {
+		rows, err := st.(*Store).pool.Query(context.Background(), `SELECT span_id FROM otel_span_parts WHERE trace_id = $1 ORDER BY id`, traceID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
 	})
 }
 
@@ -124,5 +134,22 @@ func TestMigrateListSort(t *testing.T) {
 		}
 		t.Cleanup(func() { st.Close() })
 		return st
+	})
+}
+
+// TestStoredFormats: a database holding a form this release does not read
+// is refused at open.
+func TestStoredFormats(t *testing.T) {
+	url := pgtest.URL(t)
+	storetest.StoredFormats(t, func() (store.Store, error) { return Open(context.Background(), url) }, func(q string) {
+		cc, err := pgx.ParseConfig(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := stdlib.OpenDB(*cc)
+		defer db.Close()
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
 	})
 }

@@ -39,13 +39,30 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, open)
 }
 
-// TestStoredSpanParts: parts the next release writes compressed, and a
-// damaged one.
+// TestStoredSpanParts: compressed parts, written and read, and a damaged
+// one.
 func TestStoredSpanParts(t *testing.T) {
 	storetest.StoredSpanParts(t, open, func(t *testing.T, st store.Store, traceID, spanID string, data []byte) {
 		if _, err := st.(*Store).w.Exec(`INSERT INTO otel_span_parts (trace_id, span_id, data) VALUES (?, ?, ?)`, traceID, spanID, data); err != nil {
 			t.Fatal(err)
 		}
+	}, func(t *testing.T, st store.Store, traceID string) []string {
+		rows, err := st.(*Store).r.Query(`SELECT span_id FROM otel_span_parts WHERE trace_id = ? ORDER BY id`, traceID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return ids
 	})
 }
 
@@ -202,4 +219,20 @@ func TestMigrateTraceSummary(t *testing.T) {
 func TestMigrateListSort(t *testing.T) {
 	path, db, p := unmigrated(t)
 	storetest.MigrateListSort(t, p, db, "0", "1", func() store.Store { return openStore(t, path) })
+}
+
+// TestStoredFormats: a database holding a form this release does not read
+// is refused at open.
+func TestStoredFormats(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lookout.db")
+	storetest.StoredFormats(t, func() (store.Store, error) { return Open(context.Background(), path) }, func(q string) {
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pressly/goose/v3"
@@ -98,4 +99,37 @@ func MigrateSpanParts(t *testing.T, p *goose.Provider, db *sql.DB, now, yes stri
 	if want := []string{"new a", "old b", "new c"}; !slices.Equal(got, want) {
 		t.Fatalf("built from %q, want %q", got, want)
 	}
+}
+
+// StoredFormats: a database migrated by this release records the forms it
+// writes (stored_formats); one that holds a later version of a form, or a
+// form this release does not know, is refused at open with the form
+// named, rather than read wrong row by row; brought back, it opens.
+func StoredFormats(t *testing.T, open func() (store.Store, error), exec func(q string)) {
+	t.Helper()
+	st, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for _, c := range []struct{ q, want string }{
+		{`UPDATE stored_formats SET version = 3 WHERE name = 'otel_span_parts'`, "otel_span_parts in version 3"},
+		{`INSERT INTO stored_formats (name, version) VALUES ('later_form', 1)`, "later_form in version 1"},
+	} {
+		exec(c.q)
+		st, err := open()
+		if err == nil {
+			st.Close()
+			t.Errorf("after %q: opened, want a refusal", c.q)
+		} else if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("after %q: %v, want it to say %q", c.q, err, c.want)
+		}
+	}
+	exec(`DELETE FROM stored_formats WHERE name = 'later_form'`)
+	exec(`UPDATE stored_formats SET version = 2 WHERE name = 'otel_span_parts'`)
+	st, err = open()
+	if err != nil {
+		t.Fatalf("the forms this release writes: %v", err)
+	}
+	st.Close()
 }

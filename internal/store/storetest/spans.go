@@ -454,12 +454,15 @@ func testBuildAfterRebuild(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 }
 
-// StoredSpanParts: a trace's spans stored in a compressed part (as the
-// next release is to write them, put by insert) are read with those in
-// plain parts, in the order written, into its build; a trace with a part
-// that does not unpack fails its build alone, the other traces of the
-// batch built, and its mark cleared as for any failed build.
-func StoredSpanParts(t *testing.T, open func(tb testing.TB) store.Store, insert func(t *testing.T, st store.Store, traceID, spanID string, data []byte)) {
+// StoredSpanParts: a trace's spans stored in a compressed part (put by
+// insert) are read with those in plain parts, in the order written, into
+// its build; a trace with a part that does not unpack fails its build
+// alone, the other traces of the batch built, and its mark cleared as for
+// any failed build. A request's large spans are written in one compressed
+// part a trace (partIDs: the span_id of a trace's parts), its groups of
+// one trace merged, the last span of an id kept.
+func StoredSpanParts(t *testing.T, open func(tb testing.TB) store.Store, insert func(t *testing.T, st store.Store, traceID, spanID string, data []byte),
+	partIDs func(t *testing.T, st store.Store, traceID string) []string) {
 	e := newEnv(t, func(t *testing.T) store.Store { return open(t) })
 	alice := e.user("alice")
 	d := e.dataset(alice, "otel", false)
@@ -491,5 +494,20 @@ func StoredSpanParts(t *testing.T, open func(tb testing.TB) store.Store, insert 
 	}
 	if n, err := e.st.PendingSpanTraces(e.ctx); err != nil || n != 0 {
 		t.Errorf("pending traces: %d, %v; want none", n, err)
+	}
+
+	large := strings.Repeat("the agent booked the flight; ", 20)
+	const c = "5bf92f3577b34da6a3ce929d0e0e4737"
+	ids, err := e.st.AcceptSpans(e.ctx, alice.ID, d.ID, []store.SpanGroup{
+		{OTelTraceID: c, Spans: spans("c1", large, "c2", "old")}, {OTelTraceID: c, Spans: spans("c2", "new")}})
+	if err != nil || len(ids) != 2 || ids[0] != ids[1] {
+		t.Fatalf("AcceptSpans: %v, %v", ids, err)
+	}
+	if got := partIDs(t, e.st, ids[0]); len(got) != 1 || got[0] != spanID {
+		t.Errorf("parts written: span ids %q, want one compressed part (%q)", got, spanID)
+	}
+	buildPending(t, e, store.PendingFilter{TraceIDs: ids[:1]}, build)
+	if got := contents(t, e, ids[0]); got != large+",new" {
+		t.Errorf("events %.40q…, want the large span's then new", got)
 	}
 }

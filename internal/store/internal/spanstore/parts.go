@@ -11,8 +11,9 @@ import (
 )
 
 // Spans are stored in parts: a row per trace and request, not per span.
-// A part holds one span (SpanID set, Data its mapped form) or several
-// packed (SpanID "", Data from packSpans). Parts are read in the order
+// A part holds one span (SpanID set, Data its mapped form), several
+// packed (SpanID "", Data from packSpans), or, from compressAbove bytes,
+// spans packed and compressed (SpanID compressedSpans). Parts are read in the order
 // they were written, a later span replacing one of the same id, so that a
 // span sent again (an exporter's retry) is taken as sent last. A row per
 // span cost a B-tree descent and a statement's row a span, to write and
@@ -27,11 +28,12 @@ type SpanPart struct {
 
 // compressedSpans is the SpanID of a part whose Data is packed spans
 // compressed with S2 (github.com/klauspost/compress/s2), 4 times smaller
-// on agents' spans. This release reads such parts and writes none: the
-// release before it could not read them, after a rollback or beside this
-// one as a replica, so the next release writes them. No span has this
-// id: OpenTelemetry's are 16 hex digits, and a span of any other id that
-// would be a part alone is packed instead (partsOf).
+// on agents' spans. The release before this one reads such parts and
+// writes none (so that it can run beside this one, or after it in a
+// rollback); this one writes them, and migration 00023 records the
+// format in stored_formats. No span has this id: OpenTelemetry's are 16
+// hex digits, and a span of any other id that would be a part alone is
+// packed instead (partOf).
 const compressedSpans = ":s2"
 
 // maxUnpacked bounds what one compressed part may decompress to, so that a
@@ -39,23 +41,39 @@ const compressedSpans = ":s2"
 // spans of one trace in one request, whose body is 64 MiB by default.
 const maxUnpacked = 1 << 30
 
+// compressAbove is the size from which a part's spans are compressed: S2
+// saves little on less, and a part that small costs little to write.
+const compressAbove = 256
+
 // partsOf makes the rows of traces' spans: a part a trace.
 func partsOf(spans []TraceSpans) []SpanPart {
 	parts := make([]SpanPart, 0, len(spans))
 	for _, ts := range spans {
-		switch len(ts.Spans) {
-		case 0:
-		case 1:
-			if ts.Spans[0].SpanID == compressedSpans {
-				parts = append(parts, SpanPart{TraceID: ts.TraceID, Data: packSpans(ts.Spans)})
-				continue
-			}
-			parts = append(parts, SpanPart{ts.TraceID, ts.Spans[0].SpanID, ts.Spans[0].Data})
-		default:
-			parts = append(parts, SpanPart{TraceID: ts.TraceID, Data: packSpans(ts.Spans)})
+		if len(ts.Spans) > 0 {
+			parts = append(parts, partOf(ts.TraceID, ts.Spans))
 		}
 	}
 	return parts
+}
+
+// partOf makes the row of one trace's spans (at least one): compressed
+// from compressAbove bytes when that saves an eighth, else packed, or the
+// span alone.
+func partOf(traceID string, spans []store.StoredSpan) SpanPart {
+	alone := len(spans) == 1 && spans[0].SpanID != compressedSpans
+	if alone && len(spans[0].Data) < compressAbove {
+		return SpanPart{traceID, spans[0].SpanID, spans[0].Data}
+	}
+	packed := packSpans(spans)
+	if len(packed) >= compressAbove {
+		if z := s2.Encode(nil, packed); len(z) <= len(packed)-len(packed)/8 {
+			return SpanPart{traceID, compressedSpans, z}
+		}
+	}
+	if alone {
+		return SpanPart{traceID, spans[0].SpanID, spans[0].Data}
+	}
+	return SpanPart{TraceID: traceID, Data: packed}
 }
 
 // packSpans packs spans: for each, its id's length and id, its data's
@@ -76,8 +94,7 @@ func packSpans(spans []store.StoredSpan) []byte {
 }
 
 // CompressedPart is the SpanID and Data of a part holding spans packed and
-// compressed, as the next release is to write them (tests write them
-// now, to check this release reads them).
+// compressed, whatever their size (tests put such parts in the database).
 func CompressedPart(spans []store.StoredSpan) (spanID string, data []byte) {
 	return compressedSpans, s2.Encode(nil, packSpans(spans))
 }

@@ -13,7 +13,7 @@ import (
 // Packed spans read back as written, in order; a part of one span is not
 // packed; a truncated or overlong part is an error, not a panic.
 func TestSpanParts(t *testing.T) {
-	spans := []store.StoredSpan{{SpanID: "a1", Data: []byte("first")}, {SpanID: "b2", Data: nil}, {SpanID: "c3", Data: bytes.Repeat([]byte{0xff}, 300)}}
+	spans := []store.StoredSpan{{SpanID: "a1", Data: []byte("first")}, {SpanID: "b2", Data: nil}, {SpanID: "c3", Data: bytes.Repeat([]byte{0xff}, compressAbove/2)}}
 	parts := partsOf([]TraceSpans{{"t1", spans}, {"t2", spans[:1]}, {"t3", nil}})
 	if len(parts) != 2 || parts[1].SpanID != "a1" || string(parts[1].Data) != "first" || parts[0].SpanID != "" {
 		t.Fatalf("parts: %+v", parts)
@@ -79,5 +79,44 @@ func TestCompressedParts(t *testing.T) {
 	huge := append(binary.AppendUvarint(nil, maxUnpacked+1), data[1:]...)
 	if err := unpackPart(compressedSpans, huge, func(string, []byte) {}); err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Errorf("a part past the bound: %v", err)
+	}
+}
+
+// Parts are written compressed from compressAbove bytes when that saves
+// an eighth; below, or when S2 saves less, packed as before (or alone).
+func TestPartsWritten(t *testing.T) {
+	text := bytes.Repeat([]byte("agent text "), 40)
+	noise := make([]byte, 2*compressAbove)
+	for i := range noise {
+		noise[i] = byte(i*7919>>3) ^ byte(i*31)
+	}
+	for _, c := range []struct {
+		name   string
+		spans  []store.StoredSpan
+		spanID string // of the part written
+	}{
+		{"one small span", []store.StoredSpan{{SpanID: "a1", Data: []byte("first")}}, "a1"},
+		{"one large span", []store.StoredSpan{{SpanID: "a1", Data: text}}, compressedSpans},
+		{"one large span S2 cannot shrink", []store.StoredSpan{{SpanID: "a1", Data: noise}}, "a1"},
+		{"small spans", []store.StoredSpan{{SpanID: "a1", Data: []byte("x")}, {SpanID: "b2", Data: []byte("y")}}, ""},
+		{"large spans", []store.StoredSpan{{SpanID: "a1", Data: text}, {SpanID: "b2", Data: []byte("y")}}, compressedSpans},
+		{"large spans S2 cannot shrink", []store.StoredSpan{{SpanID: "a1", Data: noise}, {SpanID: "b2", Data: []byte("y")}}, ""},
+	} {
+		p := partOf("t", c.spans)
+		if p.SpanID != c.spanID || p.TraceID != "t" {
+			t.Errorf("%s: written as %q of %q, want %q", c.name, p.SpanID, p.TraceID, c.spanID)
+		}
+		var got []store.StoredSpan
+		if err := unpackPart(p.SpanID, p.Data, func(id string, d []byte) { got = append(got, store.StoredSpan{SpanID: id, Data: d}) }); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(got) != len(c.spans) {
+			t.Fatalf("%s: %d spans back, want %d", c.name, len(got), len(c.spans))
+		}
+		for i := range got {
+			if got[i].SpanID != c.spans[i].SpanID || !bytes.Equal(got[i].Data, c.spans[i].Data) {
+				t.Errorf("%s: span %d read back as %q", c.name, i, got[i].SpanID)
+			}
+		}
 	}
 }

@@ -266,6 +266,10 @@ func (t Traces) AcceptSpans(ctx context.Context, ownerID, datasetID string, grou
 	}
 	ids := make([]string, len(groups))
 	now := storeutil.Now()
+	// Each OpenTelemetry trace's spans (its groups in the request merged)
+	// are encoded into its part before the writer is taken: compressing
+	// them is most of a part's cost, and needs no lock.
+	parts, partAt := encodeGroups(groups)
 	err := b.Write(ctx, func(tx Tx) error {
 		next, err := nextIndex(ctx, tx, b, datasetID)
 		if err != nil {
@@ -282,8 +286,7 @@ func (t Traces) AcceptSpans(ctx context.Context, ownerID, datasetID string, grou
 			return err
 		}
 		var fresh []NewTrace
-		var writes []TraceSpans
-		at := map[string]int{} // a trace's place in writes and marks
+		writes := make([]SpanPart, 0, len(parts))
 		var marks []Mark
 		for i, g := range groups {
 			tid, ok := known[g.OTelTraceID]
@@ -299,13 +302,12 @@ func (t Traces) AcceptSpans(ctx context.Context, ownerID, datasetID string, grou
 				known[g.OTelTraceID] = tid
 			}
 			ids[i] = tid
-			if k, ok := at[tid]; ok { // the trace's second group in the request
-				_, writes[k].Spans = mergeSpans(nil, append(writes[k].Spans, g.Spans...))
+			if partAt[i] < 0 { // the trace's second group in the request
 				continue
 			}
-			_, write := mergeSpans(nil, g.Spans)
-			at[tid] = len(writes)
-			writes = append(writes, TraceSpans{tid, write})
+			if p := parts[partAt[i]]; p != nil {
+				writes = append(writes, SpanPart{tid, p.SpanID, p.Data})
+			}
 			marks = append(marks, Mark{tid, g.OTelTraceID, !ok})
 		}
 		if len(fresh) > 0 {
@@ -313,7 +315,7 @@ func (t Traces) AcceptSpans(ctx context.Context, ownerID, datasetID string, grou
 				return err
 			}
 		}
-		if err := tx.InsertSpanParts(ctx, partsOf(writes)); err != nil {
+		if err := tx.InsertSpanParts(ctx, writes); err != nil {
 			return err
 		}
 		// Marks are taken in trace id order, as BuildPendingSpans takes them, so
@@ -332,6 +334,35 @@ func (t Traces) AcceptSpans(ctx context.Context, ownerID, datasetID string, grou
 		return nil, b.Fail(ctx, err, "accept spans")
 	}
 	return ids, nil
+}
+
+// encodeGroups encodes the part of each OpenTelemetry trace of groups, its
+// groups' spans merged (the last of an id wins), TraceID unset; partAt[i]
+// is the place of group i's part in parts, -1 for a trace's later group.
+// A trace without spans has a nil part.
+func encodeGroups(groups []store.SpanGroup) (parts []*SpanPart, partAt []int) {
+	partAt = make([]int, len(groups))
+	first := make(map[string]int, len(groups)) // a trace's first group
+	var spans [][]store.StoredSpan
+	for i, g := range groups {
+		if k, ok := first[g.OTelTraceID]; ok {
+			partAt[i] = -1
+			// Clipped: the first group's spans are the caller's.
+			spans[partAt[k]] = append(slices.Clip(spans[partAt[k]]), g.Spans...)
+			continue
+		}
+		first[g.OTelTraceID] = i
+		partAt[i] = len(spans)
+		spans = append(spans, g.Spans)
+	}
+	parts = make([]*SpanPart, len(spans))
+	for k, sp := range spans {
+		if _, write := mergeSpans(nil, sp); len(write) > 0 {
+			p := partOf("", write)
+			parts[k] = &p
+		}
+	}
+	return parts, partAt
 }
 
 // BuildPendingSpans is store.SpanTraces.BuildPendingSpans.
