@@ -3,6 +3,7 @@ package otlp
 import (
 	"encoding/json"
 	"strings"
+	"unsafe"
 
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 	"github.com/lookout-dev/lookout/internal/trace"
@@ -122,11 +123,16 @@ func (v *val) decoded() *val {
 	if t == "" || t[0] != '{' && t[0] != '[' {
 		return v
 	}
-	if d := parseVal([]byte(t)); d != nil {
+	if d := parseVal(bytesOf(t)); d != nil {
 		return d
 	}
 	return v
 }
+
+// bytesOf is the bytes of s, not copied, for parseVal (which only reads
+// them, and copies what it keeps): the texts decoded are agents' whole
+// message lists.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // decodedAny is decoded, but also turns JSON text holding a scalar (a
 // quoted string, a number, true, false, null) into that value.
@@ -138,7 +144,7 @@ func (v *val) decodedAny() *val {
 	if t == "" {
 		return v
 	}
-	if d := parseVal([]byte(t)); d != nil {
+	if d := parseVal(bytesOf(t)); d != nil {
 		return d
 	}
 	return v
