@@ -13,11 +13,12 @@ import (
 // Spans are stored in parts: a row per trace and request, not per span.
 // A part holds one span (SpanID set, Data its mapped form), several
 // packed (SpanID "", Data from packSpans), or, from compressAbove bytes,
-// spans packed and compressed (SpanID compressedSpans). Parts are read in the order
-// they were written, a later span replacing one of the same id, so that a
-// span sent again (an exporter's retry) is taken as sent last. A row per
-// span cost a B-tree descent and a statement's row a span, to write and
-// to read: a quarter of the write path under OTLP load.
+// spans packed and compressed (SpanID compressedSpans). Parts are read in
+// the order they were written, a later span replacing one of the same
+// id, so that a span sent again (an exporter's retry) is taken as sent
+// last. A row per span cost a B-tree descent and a statement's row a
+// span, to write and to read: a quarter of the write path under OTLP
+// load.
 
 // SpanPart is one stored row of a trace's spans.
 type SpanPart struct {
