@@ -25,16 +25,10 @@ func mergeSpans(stored map[string][]byte, add []store.StoredSpan) (all [][]byte,
 	for id, d := range stored {
 		merged[id] = d
 	}
-	last := make(map[string]int, len(add))
-	for i, sp := range add {
+	for _, sp := range add {
 		merged[sp.SpanID] = sp.Data
-		last[sp.SpanID] = i
 	}
-	for i, sp := range add {
-		if last[sp.SpanID] == i {
-			write = append(write, sp)
-		}
-	}
+	write = dedupSpans(add)
 	ids := make([]string, 0, len(merged))
 	for id := range merged {
 		ids = append(ids, id)
@@ -45,6 +39,25 @@ func mergeSpans(stored map[string][]byte, add []store.StoredSpan) (all [][]byte,
 		all[i] = merged[id]
 	}
 	return all, write
+}
+
+// dedupSpans returns spans without those sent again later in the list (the
+// last of an id wins), in the order of their last place.
+func dedupSpans(spans []store.StoredSpan) []store.StoredSpan {
+	last := make(map[string]int, len(spans))
+	for i, sp := range spans {
+		last[sp.SpanID] = i
+	}
+	if len(last) == len(spans) {
+		return spans
+	}
+	out := make([]store.StoredSpan, 0, len(last))
+	for i, sp := range spans {
+		if last[sp.SpanID] == i {
+			out = append(out, sp)
+		}
+	}
+	return out
 }
 
 // spanBuild is one group of SpanTraces.AddSpans made ready to write.

@@ -357,7 +357,7 @@ func encodeGroups(groups []store.SpanGroup) (parts []*SpanPart, partAt []int) {
 	}
 	parts = make([]*SpanPart, len(spans))
 	for k, sp := range spans {
-		if _, write := mergeSpans(nil, sp); len(write) > 0 {
+		if write := dedupSpans(sp); len(write) > 0 {
 			p := partOf("", write)
 			parts[k] = &p
 		}
