@@ -448,6 +448,31 @@ describe('explorer', () => {
     }
   });
 
+  test('text selected in the editor before the saved policies arrive is what the typing replaces', async () => {
+    // A select-all, then the list, then the typing: the list must not put
+    // a saved policy under the selection, or the typing lands after it.
+    let release;
+    const held = new Promise((r) => (release = r));
+    const slow = async (route) => {
+      await held;
+      await route.continue();
+    };
+    await page.route('**/api/v1/datasets/*/policies', slow);
+    try {
+      await page.goto(`${srv.base}/datasets/local/airline`);
+      const ta = page.locator('textarea[aria-label="policy source"]');
+      await ta.focus();
+      await ta.evaluate((el) => el.select());
+      release();
+      await page.locator('select[aria-label="saved policy"] option:has-text("baggage-talk")').waitFor({ state: 'attached' });
+      const typed = 'raise "selected first" if:\n    (msg: Message)\n';
+      await page.keyboard.insertText(typed);
+      assert.equal(await ta.inputValue(), typed);
+    } finally {
+      await page.unroute('**/api/v1/datasets/*/policies', slow);
+    }
+  });
+
   test('share: the owner makes a dataset public, then private again', async () => {
     const info = async () => (await api(srv.base, 'GET', '/datasets?name=airline')).datasets[0];
     assert.equal((await info()).public, false);

@@ -122,7 +122,7 @@ function diagnostics(e: unknown): Diagnostic[] {
   return [];
 }
 
-function Editor(props: { value: string; onInput: (s: string) => void; errLines: Set<number> }) {
+function Editor(props: { value: string; onInput: (s: string) => void; onFocus: () => void; errLines: Set<number> }) {
   const pre = useRef<HTMLPreElement>(null);
   const src = props.value;
   const toks = tokenizeCode(src, 0, src.length, 'py');
@@ -152,6 +152,7 @@ function Editor(props: { value: string; onInput: (s: string) => void; errLines: 
           value={src}
           aria-label="policy source"
           onInput={(e) => props.onInput(e.currentTarget.value)}
+          onFocus={props.onFocus}
           onKeyDown={(ev) => {
             if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.isComposing) return;
             const ta = ev.currentTarget;
@@ -203,7 +204,10 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
   const [ok, setOk] = useState(false); // the last syntax check passed
   const abort = useRef<AbortController | null>(null);
   const opened = useRef(false);
-  const typed = useRef(false); // the user edited the source: a late list does not replace it
+  // The user is in the editor: a late list does not replace its text. Focus
+  // counts, not only input: a select-all before typing would otherwise be
+  // undone by the list, and the typing land after the opened policy.
+  const touched = useRef(false);
   const open = (p: Policy) => {
     setSel(p.id);
     setName(p.name);
@@ -217,8 +221,8 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
         setPolicies(ps);
         // On first load the editor opens the policy last opened or saved
         // here, else the one saved last, rather than the example (unless
-        // the user typed before the list came).
-        if (!opened.current && ps.length && !typed.current) {
+        // the user went into the editor before the list came).
+        if (!opened.current && ps.length && !touched.current) {
           const want = recall(datasetId);
           const p = ps.find((x) => x.id === want) ?? [...ps].sort((a, b) => (b.updated_at ?? '').localeCompare(a.updated_at ?? ''))[0];
           if (want !== '' && p) open(p);
@@ -373,8 +377,11 @@ export function PolicyPanel(props: { datasetId: string; canWrite: boolean; onFla
       )}
       <Editor
         value={src}
+        onFocus={() => {
+          touched.current = true;
+        }}
         onInput={(v) => {
-          typed.current = true;
+          touched.current = true;
           setSrc(v);
           setOk(false);
         }}
