@@ -30,12 +30,15 @@ import (
 
 // spanBuildBatch is how many pending traces one build writes at most: the
 // write holds the store's writer (SQLite's one connection), which requests
-// of spans wait for. 32 traces hold it about as long as a request of 512
-// spans: with 16, under bench/peers' load the builds fell 6 s behind the
-// requests (end to end 14.7-14.8k spans/s); with 32, 4 s (15.3-15.7k,
-// accepting 26-27k a second instead of 30k); with 64, 2 s (15.7-15.9k),
-// but requests then waited enough to accept 22.5k a second.
-const spanBuildBatch = 32
+// of spans wait for. Each commit writes again the pages it touches in the
+// tables kept in trace or sort order (a trace's row, summary, sort keys and
+// dashboard row), so fewer, larger builds write less. Under bench/peers'
+// load (SQLite, six alternations, 2026-11-28) 64 against 32 gave 109-113
+// against 114-124 µs of CPU a span and 13.0-13.7k against 11.3-12.3k spans
+// a second end to end, but 18.8-19.3k against 19.7-22.4k accepted (three
+// times Jaeger's still) and the same p99; 128 accepted 15-16k, p99 375-400
+// ms, and no less CPU. PostgreSQL's end to end was within the noise.
+const spanBuildBatch = 64
 
 // staleRebuilds is how many times what a trace's last build took a trace
 // whose spans keep coming waits before it is built again (when that is more
