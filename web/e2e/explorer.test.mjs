@@ -426,9 +426,9 @@ describe('explorer', () => {
     expect422();
   });
 
-  test('what the user types before the saved policies arrive is kept', async () => {
-    // The list of saved policies comes late; the editor would open the
-    // last saved one (baggage-talk) over what was typed meanwhile.
+  // withLatePolicies opens the airline dataset with its list of saved
+  // policies held back until what runs first has run, then waits for it.
+  const withLatePolicies = async (first) => {
     let release;
     const held = new Promise((r) => (release = r));
     const slow = async (route) => {
@@ -438,39 +438,34 @@ describe('explorer', () => {
     await page.route('**/api/v1/datasets/*/policies', slow);
     try {
       await page.goto(`${srv.base}/datasets/local/airline`);
-      const typed = 'raise "typed first" if:\n    (msg: Message)\n';
-      await page.fill('textarea[aria-label="policy source"]', typed);
+      await first();
       release();
       await page.locator('select[aria-label="saved policy"] option:has-text("baggage-talk")').waitFor({ state: 'attached' });
-      assert.equal(await page.locator('textarea[aria-label="policy source"]').inputValue(), typed);
     } finally {
+      release();
       await page.unroute('**/api/v1/datasets/*/policies', slow);
     }
+  };
+
+  test('what the user types before the saved policies arrive is kept', async () => {
+    // The list of saved policies comes late; the editor would open the
+    // last saved one (baggage-talk) over what was typed meanwhile.
+    const typed = 'raise "typed first" if:\n    (msg: Message)\n';
+    await withLatePolicies(() => page.fill('textarea[aria-label="policy source"]', typed));
+    assert.equal(await page.locator('textarea[aria-label="policy source"]').inputValue(), typed);
   });
 
   test('text selected in the editor before the saved policies arrive is what the typing replaces', async () => {
     // A select-all, then the list, then the typing: the list must not put
     // a saved policy under the selection, or the typing lands after it.
-    let release;
-    const held = new Promise((r) => (release = r));
-    const slow = async (route) => {
-      await held;
-      await route.continue();
-    };
-    await page.route('**/api/v1/datasets/*/policies', slow);
-    try {
-      await page.goto(`${srv.base}/datasets/local/airline`);
-      const ta = page.locator('textarea[aria-label="policy source"]');
+    const ta = page.locator('textarea[aria-label="policy source"]');
+    await withLatePolicies(async () => {
       await ta.focus();
       await ta.evaluate((el) => el.select());
-      release();
-      await page.locator('select[aria-label="saved policy"] option:has-text("baggage-talk")').waitFor({ state: 'attached' });
-      const typed = 'raise "selected first" if:\n    (msg: Message)\n';
-      await page.keyboard.insertText(typed);
-      assert.equal(await ta.inputValue(), typed);
-    } finally {
-      await page.unroute('**/api/v1/datasets/*/policies', slow);
-    }
+    });
+    const typed = 'raise "selected first" if:\n    (msg: Message)\n';
+    await page.keyboard.insertText(typed);
+    assert.equal(await ta.inputValue(), typed);
   });
 
   test('share: the owner makes a dataset public, then private again', async () => {
