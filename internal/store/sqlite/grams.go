@@ -367,7 +367,6 @@ func (w *segWriter) cut(ctx context.Context) error {
 
 // finish writes the last block and the segment's row.
 func (w *segWriter) finish(ctx context.Context, level int, lo, hi int64) error {
-	defer w.blocks.close()
 	if err := w.cut(ctx); err != nil {
 		return err
 	}
@@ -411,7 +410,6 @@ func writeGrams(ctx context.Context, tx *sql.Tx, ids []int64, texts []string) er
 		for _, p := range b.postings() {
 			buf = appendIDs(buf[:0], p.ids)
 			if err := w.add(ctx, p.gram, len(p.ids), buf); err != nil {
-				w.blocks.close()
 				return err
 			}
 		}
@@ -478,7 +476,6 @@ func mergeGrams(ctx context.Context, tx *sql.Tx) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer w.blocks.close()
 	var buf []byte
 	var ids []int64
 	for {

@@ -111,9 +111,6 @@ func (t spanTx) InsertTraces(ctx context.Context, ownerID, datasetID string, ts 
 	traces := batcher{tx: t.tx, head: `INSERT INTO traces (id, dataset_id, owner_id, idx, name, metadata, hierarchy, event_count, created_at, encoding, content) VALUES `, cols: 11}
 	links := batcher{tx: t.tx, head: `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) VALUES `, cols: 3}
 	sums := batcher{tx: t.tx, head: `INSERT INTO trace_summaries (` + sqlstore.SummaryCols + `) VALUES `, cols: 7}
-	defer traces.close()
-	defer links.close()
-	defer sums.close()
 	for _, nt := range ts {
 		r := nt.Row
 		if err := traces.add(ctx, r.ID, datasetID, ownerID, nt.Index, r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy),
@@ -150,7 +147,6 @@ func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Ro
 
 func (t spanTx) InsertSpanParts(ctx context.Context, parts []spanstore.SpanPart) error {
 	b := batcher{tx: t.tx, head: `INSERT INTO otel_span_parts (trace_id, span_id, data) VALUES `, cols: 3}
-	defer b.close()
 	for _, p := range parts {
 		if err := b.add(ctx, p.TraceID, p.SpanID, p.Data); err != nil {
 			return err
@@ -171,7 +167,6 @@ func (t spanTx) Mark(ctx context.Context, datasetID string, marks []spanstore.Ma
 	}
 	b := batcher{tx: t.tx, head: `INSERT INTO otel_pending (trace_id, dataset_id, otel_trace_id, since, touched, seq, fresh) VALUES `,
 		tail: ` ON CONFLICT (trace_id) DO UPDATE SET touched = excluded.touched, seq = excluded.seq`, cols: 7}
-	defer b.close()
 	for i, m := range marks {
 		if err := b.add(ctx, m.TraceID, datasetID, m.OTelTraceID, micros(now), micros(now), last-int64(len(marks)-1-i), m.Fresh); err != nil {
 			return err
