@@ -5,7 +5,7 @@ GOBIN     := $(shell $(GO) env GOPATH)/bin
 STATICCHECK_VERSION := v0.8.2
 # Every fuzz target shares one budget (seconds in all), so adding a target
 # does not lengthen CI; FUZZTIME, when set, gives each target that instead.
-FUZZBUDGET ?= 1140
+FUZZBUDGET ?= 900
 FUZZTIME  ?=
 # Go's fuzzer minimises each new interesting input for up to 60 s by default,
 # during which it runs nothing else: with corpus-sized seeds that ate whole
