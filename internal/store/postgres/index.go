@@ -10,6 +10,7 @@ import (
 	"github.com/lookout-dev/lookout/internal/search"
 	"github.com/lookout-dev/lookout/internal/store/internal/indexer"
 	"github.com/lookout-dev/lookout/internal/store/internal/sqlstore"
+	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 	"github.com/lookout-dev/lookout/internal/trace"
 )
 
@@ -126,9 +127,46 @@ func (st *indexStep) Traces(ctx context.Context, ids []string, fn func(id string
 
 // storedTraces calls fn with each stored trace of ids, decoded (those gone
 // are not given; a trace that does not decode comes with its error), read
-// on the pool or in a transaction.
+// on the pool or in a transaction. A trace handed over in the row version
+// still stored is not read: its content is the largest part of the row.
 func storedTraces(ctx context.Context, q sqlstore.PgxConn, ids []string, h *indexer.Handover, fn func(id string, t *trace.Trace, bad error)) error {
-	return sqlstore.StoredTraces(ctx, sqlstore.Pgx(q), `SELECT id::text, metadata, encoding, content FROM traces WHERE id = ANY($1::uuid[])`, ids, h, fn)
+	rows, err := q.Query(ctx, `SELECT t.id::text, t.xmin::text, t.xmin::text = x.v,
+		CASE WHEN t.xmin::text = x.v THEN NULL ELSE t.metadata END, t.encoding, CASE WHEN t.xmin::text = x.v THEN NULL ELSE t.content END
+		FROM unnest($1::uuid[], $2::text[]) x (id, v) JOIN traces t ON t.id = x.id`, ids, h.Versions(ids))
+	if err != nil {
+		return err
+	}
+	var again []string
+	var id, version string
+	var handed bool
+	var meta, content []byte
+	var enc int
+	if _, err := pgx.ForEachRow(rows, []any{&id, &version, &handed, &meta, &enc, &content}, func() error {
+		if t := h.Take(id, version, content, meta); t != nil {
+			fn(id, t, nil)
+		} else if handed {
+			again = append(again, id) // handed over again meanwhile
+		} else {
+			t, err := storeutil.DecodeContent(content, enc, meta)
+			fn(id, t, err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(again) == 0 {
+		return nil
+	}
+	return sqlstore.StoredTraces(ctx, sqlstore.Pgx(q), `SELECT id::text, metadata, encoding, content FROM traces WHERE id = ANY($1::uuid[])`, again, nil, fn)
+}
+
+// txVersion names the row versions a transaction writes: its id, which
+// the xmin of each row it writes holds. Ids wrap after 2^32 transactions;
+// a handover keeps a trace a minute at most.
+func txVersion(ctx context.Context, q sqlstore.Querier) (string, error) {
+	var v string
+	err := q.QueryRow(ctx, `SELECT (txid_current() % 4294967296)::text`).Scan(&v)
+	return v, err
 }
 
 func (st *indexStep) Write(ctx context.Context, docs []indexer.Doc) error {

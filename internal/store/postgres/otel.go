@@ -212,6 +212,10 @@ func (t spanTx) LockMarks(ctx context.Context, ids []string) (spanstore.Rows, er
 	return t.query(ctx, `SELECT trace_id::text, seq FROM otel_pending WHERE trace_id = ANY($1::uuid[]) ORDER BY trace_id FOR UPDATE`, ids)
 }
 
+func (t spanTx) Version(ctx context.Context) (string, error) {
+	return txVersion(ctx, sqlstore.Pgx(t.tx))
+}
+
 func (t spanTx) Enqueue(ctx context.Context, traceIDs []string) error {
 	return t.s.Enqueue(ctx, sqlstore.Pgx(t.tx), traceIDs)
 }

@@ -80,7 +80,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	q := sqlstore.Pgx(pool)
 	s.handover = indexer.NewDefaultHandover()
 	s.Store = sqlstore.Store{D: sqlstore.Postgres, R: q, W: q, Fail: fail, Hooks: sqlstore.Hooks{InsertAnnotations: insertAnnotations, InsertTraces: insertTraces,
-		AppendToTrace: appendToTrace, AddScores: addScores, PutStatuses: putStatuses}, Search: searchIndex{s: s}, Handover: s.handover,
+		AppendToTrace: appendToTrace, AddScores: addScores, PutStatuses: putStatuses, TxVersion: txVersion}, Search: searchIndex{s: s}, Handover: s.handover,
 		Read: func(ctx context.Context, fn func(sqlstore.Querier) error) error {
 			return s.read(ctx, func(tx pgx.Tx) error { return fn(sqlstore.Pgx(tx)) })
 		},

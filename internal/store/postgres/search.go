@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -46,57 +47,24 @@ func (dialect) ExtraMember(column, key string) string {
 var (
 	searchTraceCols = []string{"trace_id", "texts", "facets", "metas"}
 	metaCopyCols    = []string{"id", "trace_id", "key", "text", "num"}
+	facetCopyCols   = []string{"trace_id", "facet"}
 )
 
-// insertDocs writes the index rows of traces that have none with COPY
-// (facets with INSERT ... ON CONFLICT), in the indexer's transaction, and
+// insertDocs writes the index rows of traces that have none with COPY,
+// in the indexer's transaction, and
 // returns the ids of the texts they hold and their number of pieces; a
 // text the index already holds is referred to, not written again.
 func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.IndexDoc) ([]int64, int64, error) {
 	texts := storeutil.DistinctTexts(docs)
-	textIDs := make(map[storeutil.TextHash]int64, len(texts))
-	if len(texts) > 0 {
-		hs := make([][]byte, 0, len(texts))
-		ts := make([]string, 0, len(texts))
-		for h, t := range texts {
-			hs = append(hs, h[:])
-			ts = append(ts, t)
-		}
-		res, err := tx.Exec(ctx, `INSERT INTO search_texts (hash, text) SELECT * FROM unnest($1::bytea[], $2::text[]) ON CONFLICT (hash) DO NOTHING`, hs, ts)
-		if err != nil {
-			return nil, 0, err
-		}
-		// The new texts' trigrams wait in the index's pending list (migration
-		// 00013): merged now, in bulk.
-		if res.RowsAffected() > 0 {
-			if _, err := tx.Exec(ctx, `SELECT gin_clean_pending_list('search_texts_text'::regclass)`); err != nil {
-				return nil, 0, err
-			}
-		}
-		rows, err := tx.Query(ctx, `SELECT hash, id FROM search_texts WHERE hash = ANY($1::bytea[])`, hs)
-		if err != nil {
-			return nil, 0, err
-		}
-		for rows.Next() {
-			var b []byte
-			var id int64
-			if err := rows.Scan(&b, &id); err != nil {
-				rows.Close()
-				return nil, 0, err
-			}
-			textIDs[storeutil.TextHash(b)] = id
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, 0, err
-		}
+	textIDs, err := textIDsOf(ctx, tx, texts)
+	if err != nil {
+		return nil, 0, err
 	}
 	used := make([]int64, 0, len(textIDs))
 	for _, t := range textIDs {
 		used = append(used, t)
 	}
-	var traces, meta [][]any
-	var fTrace, fFacet []string
+	var traces, meta, facetRows [][]any
 	var pieces int64
 	seen := map[int64]bool{}
 	metaIDs, err := metaIDs(ctx, tx, docs)
@@ -130,7 +98,7 @@ func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.I
 			meta = append(meta, []any{ms[k], id, m.Key, m.Text, num})
 		}
 		for _, f := range d.Facets {
-			fTrace, fFacet = append(fTrace, ids[i]), append(fFacet, f)
+			facetRows = append(facetRows, []any{id, f})
 		}
 	}
 	if len(traces) > 0 {
@@ -143,12 +111,80 @@ func insertDocs(ctx context.Context, tx pgx.Tx, ids []string, docs []storeutil.I
 			return nil, 0, err
 		}
 	}
-	if len(fFacet) > 0 {
-		if _, err := tx.Exec(ctx, `INSERT INTO search_facets (trace_id, facet) SELECT * FROM unnest($1::uuid[], $2::text[]) ON CONFLICT DO NOTHING`, fTrace, fFacet); err != nil {
+	if len(facetRows) > 0 {
+		// A document lists a facet once, and the batch's traces had their
+		// rows deleted: COPY, not INSERT ... ON CONFLICT, whose speculative
+		// insertion cost twice the time and WAL.
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"search_facets"}, facetCopyCols, pgx.CopyFromRows(facetRows)); err != nil {
 			return nil, 0, err
 		}
 	}
 	return used, pieces, nil
+}
+
+// textIDsOf returns the ids of texts in search_texts, writing those it
+// does not hold yet. Most texts of a batch are held already (a trace's
+// system prompt, its tools, its repeated answers), so their ids are looked
+// up by hash first and only the new ones are sent: inserting every text
+// with ON CONFLICT DO NOTHING sent each text's bytes and tested its
+// conflict at every batch (a tenth of PostgreSQL's index time in
+// bench/ingest).
+func textIDsOf(ctx context.Context, tx pgx.Tx, texts map[storeutil.TextHash]string) (map[storeutil.TextHash]int64, error) {
+	ids := make(map[storeutil.TextHash]int64, len(texts))
+	if len(texts) == 0 {
+		return ids, nil
+	}
+	hs := make([][]byte, 0, len(texts))
+	for h := range texts {
+		hs = append(hs, h[:])
+	}
+	if err := readTextIDs(ctx, tx, `SELECT hash, id FROM search_texts WHERE hash = ANY($1::bytea[])`, ids, hs); err != nil {
+		return nil, err
+	}
+	var nh [][]byte
+	var nt []string
+	for h, t := range texts {
+		if _, ok := ids[h]; !ok {
+			nh, nt = append(nh, h[:]), append(nt, t)
+		}
+	}
+	if len(nh) == 0 {
+		return ids, nil
+	}
+	// The indexers take turns (indexLock), so no other one inserts these;
+	// should one have, its rows are read below.
+	if err := readTextIDs(ctx, tx, `INSERT INTO search_texts (hash, text) SELECT * FROM unnest($1::bytea[], $2::text[]) ON CONFLICT (hash) DO NOTHING RETURNING hash, id`, ids, nh, nt); err != nil {
+		return nil, err
+	}
+	// The new texts' trigrams wait in the index's pending list (migration
+	// 00013): merged now, in bulk.
+	if _, err := tx.Exec(ctx, `SELECT gin_clean_pending_list('search_texts_text'::regclass)`); err != nil {
+		return nil, err
+	}
+	if len(ids) < len(texts) {
+		if err := readTextIDs(ctx, tx, `SELECT hash, id FROM search_texts WHERE hash = ANY($1::bytea[])`, ids, nh); err != nil {
+			return nil, err
+		}
+	}
+	if len(ids) < len(texts) {
+		return nil, fmt.Errorf("search index: %d of %d texts have no id", len(texts)-len(ids), len(texts))
+	}
+	return ids, nil
+}
+
+// readTextIDs adds the (hash, id) rows query returns to ids.
+func readTextIDs(ctx context.Context, tx pgx.Tx, query string, ids map[storeutil.TextHash]int64, args ...any) error {
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	var b []byte
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&b, &id}, func() error {
+		ids[storeutil.TextHash(b)] = id
+		return nil
+	})
+	return err
 }
 
 // metaIDs takes the ids of the docs' search_meta rows from their sequence.
@@ -306,51 +342,92 @@ func (s *Store) SearchIndexStats(ctx context.Context) (store.SearchIndexStats, e
 // instead of 4), and with a dataset's traces counted as few it reads a
 // facet's every trace before the page's first (bench/search's tool filter:
 // 120-140 ms until autovacuum analyzed traces, 7 ms after).
+//
+// An ANALYZE reads up to 30,000 rows of each table, 0.4 s of the server's
+// CPU at 10,000 traces, and ran 12 times during a push of 10,000 traces:
+// 3 s of PostgreSQL's time, a third of what the index cost it. So it also
+// waits until the time since the last one is analyzeGap times what that one
+// took, which keeps it at about a tenth of one core at most.
 type analyzer struct {
 	mu      sync.Mutex
 	running bool
-	added   int64 // pieces written since the last ANALYZE
-	base    int64 // pieces written before it, by this process
+	stopped bool
+	added   int64       // pieces written since the last ANALYZE
+	base    int64       // pieces written before it, by this process
+	next    time.Time   // no ANALYZE starts before
+	timer   *time.Timer // starts one that was due before next, at next
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
 
-// stop cancels a running ANALYZE and waits for it.
+// analyzeIndex analyzes the columns the search's plans depend on: not a
+// trace's content and metadata, nor the element statistics of the
+// search_traces arrays no query tests (a sixth less time).
+const analyzeIndex = `ANALYZE traces (dataset_id, idx, created_at), search_texts, search_traces (trace_id, texts), search_facets, search_meta`
+
+// analyzeGap is the least time from an ANALYZE's start to the next one's,
+// in multiples of its duration.
+const analyzeGap = 10
+
+// stop cancels a running or waiting ANALYZE, waits for it, and starts no
+// other.
 func (a *analyzer) stop() {
 	a.mu.Lock()
+	a.stopped = true
 	if a.cancel != nil {
 		a.cancel()
+	}
+	if a.timer != nil {
+		a.timer.Stop()
+		a.timer = nil
 	}
 	a.mu.Unlock()
 	a.wg.Wait()
 }
 
-// noteIndexed counts pieces written and starts an ANALYZE of the index
-// tables in the background when they grew by a fifth (at least 5,000).
+// noteIndexed counts pieces written and has the index tables analyzed in
+// the background when they grew by a fifth (at least 5,000): at once, or
+// when the gap since the last ANALYZE is over, so that the last rows of a
+// push are analyzed too.
 func (s *Store) noteIndexed(pieces int64) {
 	a := &s.an
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.added += pieces
-	due := !a.running && a.added >= max(5000, a.base/5)
-	var ctx context.Context
-	if due {
-		a.running = true
-		ctx, a.cancel = context.WithTimeout(context.Background(), 10*time.Minute)
-		a.wg.Add(1)
-	}
-	a.mu.Unlock()
-	if !due {
+	s.analyzeIfDue()
+}
+
+// analyzeIfDue is noteIndexed's decision, with s.an.mu held.
+func (s *Store) analyzeIfDue() {
+	a := &s.an
+	if a.stopped || a.running || a.timer != nil || a.added < max(5000, a.base/5) {
 		return
 	}
+	if wait := time.Until(a.next); wait > 0 {
+		a.timer = time.AfterFunc(wait, func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.timer = nil
+			s.analyzeIfDue()
+		})
+		return
+	}
+	a.running = true
+	var ctx context.Context
+	ctx, a.cancel = context.WithTimeout(context.Background(), 10*time.Minute)
+	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		if _, err := s.pool.Exec(ctx, `ANALYZE traces, search_texts, search_traces, search_facets, search_meta`); err != nil {
+		start := time.Now()
+		if _, err := s.pool.Exec(ctx, analyzeIndex); err != nil && ctx.Err() == nil {
 			slog.Warn("postgres: analyze of the search index", "err", err)
 		}
 		a.mu.Lock()
+		defer a.mu.Unlock()
 		a.cancel()
+		a.next = start.Add(analyzeGap * time.Since(start))
 		a.base += a.added
 		a.added, a.running, a.cancel = 0, false, nil
-		a.mu.Unlock()
+		s.analyzeIfDue()
 	}()
 }

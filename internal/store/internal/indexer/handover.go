@@ -14,7 +14,10 @@ import (
 // (a sixth of the CPU of a push). A trace is given back only for the very
 // content and metadata bytes it was stored with, so what is indexed is what
 // is stored; a writer hands over only traces nothing changes afterwards.
-// It is bounded: when full, new traces are not kept (the oldest are the
+// A backend that names a row's version cheaply (PostgreSQL's xmin) hands a
+// trace over with it, and the indexer compares versions instead of reading
+// the content back (the read was a seventh of PostgreSQL's time in
+// bench/ingest). It is bounded: when full, new traces are not kept (the oldest are the
 // ones the indexer reaches first), and those kept longer than a minute
 // (deleted or indexed elsewhere meanwhile) make room.
 type Handover struct {
@@ -26,7 +29,9 @@ type Handover struct {
 }
 
 type handed struct {
-	content, meta []byte
+	version       string // "": content and meta name the row
+	content, meta []byte // kept with no version
+	size          int    // of the content
 	t             *trace.Trace
 	at            time.Time
 }
@@ -47,9 +52,10 @@ func NewHandover(maxN, maxSize int) *Handover {
 }
 
 // Put keeps t, stored as trace id with content and meta (the content
-// encoded from t, the metadata column of the row). The caller gives t up:
+// encoded from t, the metadata column of the row) in the row version
+// named version ("" where the backend names none). The caller gives t up:
 // nothing may change it from now on.
-func (h *Handover) Put(id string, content, meta []byte, t *trace.Trace) {
+func (h *Handover) Put(id, version string, content, meta []byte, t *trace.Trace) {
 	if h == nil || t == nil {
 		return
 	}
@@ -61,42 +67,71 @@ func (h *Handover) Put(id string, content, meta []byte, t *trace.Trace) {
 		c.Metadata = json.RawMessage(meta)
 	}
 	t = &c
+	e := handed{version: version, size: len(content), t: t}
+	if version == "" {
+		e.content, e.meta = content, meta
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if old, ok := h.m[id]; ok {
-		h.bytes -= len(old.content)
+		h.bytes -= old.size
 		delete(h.m, id)
 	}
 	now := time.Now()
-	if len(h.m) >= h.maxN || h.bytes+len(content) > h.maxSize {
+	if len(h.m) >= h.maxN || h.bytes+e.size > h.maxSize {
 		for k, e := range h.m {
 			if now.Sub(e.at) > handoverAge {
-				h.bytes -= len(e.content)
+				h.bytes -= e.size
 				delete(h.m, k)
 			}
 		}
-		if len(h.m) >= h.maxN || h.bytes+len(content) > h.maxSize {
+		if len(h.m) >= h.maxN || h.bytes+e.size > h.maxSize {
 			return
 		}
 	}
-	h.m[id] = handed{content, meta, t, now}
-	h.bytes += len(content)
+	e.at = now
+	h.m[id] = e
+	h.bytes += e.size
 }
 
-// Take returns the trace kept for id if it was stored with exactly
-// content and meta (nil otherwise), and forgets it either way.
-func (h *Handover) Take(id string, content, meta []byte) *trace.Trace {
+// Versions returns the row versions the traces of ids were handed over
+// for, "" where none (or none named).
+func (h *Handover) Versions(ids []string) []string {
+	vs := make([]string, len(ids))
+	if h == nil {
+		return vs
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, id := range ids {
+		vs[i] = h.m[id].version
+	}
+	return vs
+}
+
+// Take returns the trace kept for id if the row read is the one it was
+// handed over for (nil otherwise), and forgets it either way: handed over
+// with a version, the row's version is that one; with none, the row holds
+// exactly content and meta.
+func (h *Handover) Take(id, version string, content, meta []byte) *trace.Trace {
 	if h == nil {
 		return nil
 	}
 	h.mu.Lock()
 	e, ok := h.m[id]
 	if ok {
-		h.bytes -= len(e.content)
+		h.bytes -= e.size
 		delete(h.m, id)
 	}
 	h.mu.Unlock()
-	if !ok || !bytes.Equal(e.content, content) || !bytes.Equal(e.meta, meta) {
+	switch {
+	case !ok:
+		return nil
+	case e.version != "":
+		if e.version != version {
+			return nil
+		}
+	case !bytes.Equal(e.content, content) || !bytes.Equal(e.meta, meta):
 		return nil
 	}
 	return e.t

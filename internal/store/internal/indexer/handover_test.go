@@ -25,12 +25,12 @@ func TestHandoverIndexesAsStored(t *testing.T) {
 				t.Fatalf("%s trace %d: %v", f.Path, i, err)
 			}
 			r := rows[0]
-			h.Put(r.ID, r.Content, r.Metadata, nt.Trace)
+			h.Put(r.ID, "", r.Content, r.Metadata, nt.Trace)
 			stored, err := storeutil.DecodeContent(r.Content, r.Encoding, r.Metadata)
 			if err != nil {
 				t.Fatal(err)
 			}
-			handed := h.Take(r.ID, r.Content, r.Metadata)
+			handed := h.Take(r.ID, "", r.Content, r.Metadata)
 			if handed == nil {
 				t.Fatalf("%s trace %d: not handed back", f.Path, i)
 			}
@@ -50,24 +50,57 @@ func TestHandoverIndexesAsStored(t *testing.T) {
 func TestHandoverTake(t *testing.T) {
 	h := indexer.NewHandover(2, 100)
 	a, b := &trace.Trace{Name: "a"}, &trace.Trace{Name: "b"}
-	h.Put("a", []byte("content a"), []byte(`{"k":1}`), a)
-	if got := h.Take("a", []byte("content a"), []byte(`{"k":2}`)); got != nil {
+	h.Put("a", "", []byte("content a"), []byte(`{"k":1}`), a)
+	if got := h.Take("a", "", []byte("content a"), []byte(`{"k":2}`)); got != nil {
 		t.Error("other metadata: handed back")
 	}
-	if got := h.Take("a", []byte("content a"), []byte(`{"k":1}`)); got != nil {
+	if got := h.Take("a", "", []byte("content a"), []byte(`{"k":1}`)); got != nil {
 		t.Error("taken twice")
 	}
-	h.Put("a", []byte("content a"), nil, a)
-	if got := h.Take("a", []byte("content b"), nil); got != nil {
+	h.Put("a", "", []byte("content a"), nil, a)
+	if got := h.Take("a", "", []byte("content b"), nil); got != nil {
 		t.Error("other content: handed back")
 	}
-	h.Put("a", []byte("content a"), nil, a)
-	h.Put("b", []byte("content b"), nil, b)
-	h.Put("c", []byte("content c"), nil, b) // full: not kept
-	if got := h.Take("c", []byte("content c"), nil); got != nil {
+	h.Put("a", "", []byte("content a"), nil, a)
+	h.Put("b", "", []byte("content b"), nil, b)
+	h.Put("c", "", []byte("content c"), nil, b) // full: not kept
+	if got := h.Take("c", "", []byte("content c"), nil); got != nil {
 		t.Error("kept past its bound")
 	}
-	if got := h.Take("a", []byte("content a"), nil); got == nil || got.Name != "a" || got == a {
+	if got := h.Take("a", "", []byte("content a"), nil); got == nil || got.Name != "a" || got == a {
 		t.Errorf("a: got %+v (a copy of a wanted)", got)
+	}
+}
+
+// Handed over in a named row version, a trace is given back for that
+// version alone, whatever bytes come with it (the content is not read), and
+// Versions names it until it is taken.
+func TestHandoverVersion(t *testing.T) {
+	h := indexer.NewHandover(4, 100)
+	a := &trace.Trace{Name: "a"}
+	h.Put("a", "41", []byte("content a"), nil, a)
+	h.Put("b", "", []byte("content b"), nil, a)
+	if got, want := h.Versions([]string{"a", "b", "c"}), []string{"41", "", ""}; !reflect.DeepEqual(got, want) {
+		t.Errorf("versions: got %q, want %q", got, want)
+	}
+	if got := h.Take("a", "42", nil, nil); got != nil {
+		t.Error("another version: handed back")
+	}
+	if got := h.Versions([]string{"a"}); got[0] != "" {
+		t.Errorf("taken, still named %q", got[0])
+	}
+	h.Put("a", "41", []byte("content a"), nil, a)
+	if got := h.Take("a", "41", nil, nil); got == nil || got.Name != "a" {
+		t.Errorf("its version: got %+v", got)
+	}
+	h.Put("a", "41", []byte("content a"), nil, a)
+	if got := h.Take("a", "", []byte("content a"), nil); got != nil {
+		t.Error("handed over in a version, given back for its bytes alone")
+	}
+	// A version keeps no content, but counts its size: 100 bytes in all.
+	h.Put("a", "41", make([]byte, 60), nil, a)
+	h.Put("c", "43", make([]byte, 60), nil, a)
+	if got := h.Take("c", "43", nil, nil); got != nil {
+		t.Error("kept past its size bound")
 	}
 }

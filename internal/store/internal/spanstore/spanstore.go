@@ -90,6 +90,9 @@ type Tx interface {
 	LockMarks(ctx context.Context, ids []string) (Rows, error)
 	// Enqueue queues traces written for the search indexer.
 	Enqueue(ctx context.Context, traceIDs []string) error
+	// Version names the row versions this transaction writes, for the
+	// search indexer's Handover ("" where the backend names none).
+	Version(ctx context.Context) (string, error)
 	// Pushed records spans pushed into a dataset: its next index, created
 	// traces more, and the time.
 	Pushed(ctx context.Context, datasetID string, next int64, created int, now time.Time) error
@@ -153,6 +156,7 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 	now := storeutil.Now()
 	built := buildSpanGroups(groups, stored, build, now)
 	var committed []builtTrace
+	var version string
 	err = b.Write(ctx, func(tx Tx) error {
 		committed = committed[:0]
 		next, err := nextIndex(ctx, tx, b, datasetID)
@@ -194,6 +198,9 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 			}
 			ids[i] = tid
 		}
+		if version, err = b.version(ctx, tx, committed); err != nil {
+			return err
+		}
 		if err := tx.Enqueue(ctx, written); err != nil {
 			return err
 		}
@@ -205,7 +212,7 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 		}
 		return nil, nil, b.Fail(ctx, err, "add spans")
 	}
-	b.handOver(committed)
+	b.handOver(committed, version)
 	return ids, errs, nil
 }
 
@@ -383,6 +390,7 @@ func (t Traces) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
 	built := buildPending(ps, build, now)
 	var out []store.PendingBuild
 	var committed []builtTrace
+	var version string
 	err = b.Write(ctx, func(tx Tx) error {
 		out, committed = out[:0], committed[:0]
 		ids := make([]string, len(ps))
@@ -417,12 +425,15 @@ func (t Traces) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
 			written = append(written, p.TraceID)
 			committed = append(committed, builtTrace{p.TraceID, bt})
 		}
+		if version, err = b.version(ctx, tx, committed); err != nil {
+			return err
+		}
 		return tx.Enqueue(ctx, written)
 	})
 	if err != nil {
 		return nil, b.Fail(ctx, err, "build pending spans")
 	}
-	b.handOver(committed)
+	b.handOver(committed, version)
 	return out, nil
 }
 
@@ -432,10 +443,20 @@ type builtTrace struct {
 	b       *spanBuild
 }
 
-// handOver gives the search indexer the traces just committed.
-func (b *Backend) handOver(hs []builtTrace) {
+// version names the row versions tx writes when it has traces to hand
+// over.
+func (b *Backend) version(ctx context.Context, tx Tx, committed []builtTrace) (string, error) {
+	if len(committed) == 0 || b.Handover == nil {
+		return "", nil
+	}
+	return tx.Version(ctx)
+}
+
+// handOver gives the search indexer the traces just committed, in row
+// versions named version.
+func (b *Backend) handOver(hs []builtTrace, version string) {
 	for _, h := range hs {
-		b.Handover.Put(h.traceID, h.b.Row.Content, h.b.Row.Metadata, h.b.Trace)
+		b.Handover.Put(h.traceID, version, h.b.Row.Content, h.b.Row.Metadata, h.b.Trace)
 	}
 }
 

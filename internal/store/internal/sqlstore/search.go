@@ -258,7 +258,7 @@ func StoredTraces(ctx context.Context, q Querier, query string, arg any, h *inde
 		if err := rows.Scan(&id, &meta, &enc, &content); err != nil {
 			return err
 		}
-		if t := h.Take(id, content, meta); t != nil {
+		if t := h.Take(id, "", content, meta); t != nil {
 			fn(id, t, nil)
 			continue
 		}

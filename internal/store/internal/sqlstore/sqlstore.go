@@ -300,6 +300,9 @@ type Hooks struct {
 	AddScores func(ctx context.Context, tx Querier, scores []store.Score) ([]store.Score, error)
 	// PutStatuses records the statuses of a run's results.
 	PutStatuses func(ctx context.Context, tx Querier, runID string, results []store.TraceResult, now time.Time) error
+	// TxVersion names the row versions tx writes, for the Handover; nil
+	// where the rows' content names them.
+	TxVersion func(ctx context.Context, tx Querier) (string, error)
 }
 
 // SQLTx is the transaction under a Querier of SQL, else nil.

@@ -263,6 +263,7 @@ func (s *Store) AddTracesWith(ctx context.Context, ownerID, datasetID string, tr
 		gives = gives || rows[i].Given != nil
 	}
 	var res store.AddResult
+	var version string
 	err = s.Write(ctx, func(tx Querier) error {
 		ins := rows
 		res.Conflicts = nil
@@ -277,6 +278,12 @@ func (s *Store) AddTracesWith(ctx context.Context, ownerID, datasetID string, tr
 		}
 		if err := s.insertTraces(ctx, tx, ownerID, datasetID, ins, now); err != nil {
 			return err
+		}
+		if opt.HandOver && s.Hooks.TxVersion != nil {
+			var err error
+			if version, err = s.Hooks.TxVersion(ctx, tx); err != nil {
+				return err
+			}
 		}
 		return s.Enqueue(ctx, tx, rowIDs(ins))
 	})
@@ -298,7 +305,7 @@ func (s *Store) AddTracesWith(ctx context.Context, ownerID, datasetID string, tr
 	if opt.HandOver {
 		for i := range rows {
 			if !moved[i] {
-				s.Handover.Put(rows[i].ID, rows[i].Content, rows[i].Metadata, traces[i].Trace)
+				s.Handover.Put(rows[i].ID, version, rows[i].Content, rows[i].Metadata, traces[i].Trace)
 			}
 		}
 	}
