@@ -16,10 +16,10 @@ import (
 // is stored; a writer hands over only traces nothing changes afterwards.
 // A backend that names a row's version cheaply (PostgreSQL's xmin) hands a
 // trace over with it, and the indexer compares versions instead of reading
-// the content back (the read was a seventh of PostgreSQL's time in
-// bench/ingest). It is bounded: when full, new traces are not kept (the oldest are the
-// ones the indexer reaches first), and those kept longer than a minute
-// (deleted or indexed elsewhere meanwhile) make room.
+// the content back (the read was a sixth of what the index cost PostgreSQL
+// in bench/ingest). It is bounded: when full, new traces are not kept (the
+// oldest are the ones the indexer reaches first), and those kept longer
+// than a minute (deleted or indexed elsewhere meanwhile) make room.
 type Handover struct {
 	mu      sync.Mutex
 	m       map[string]handed
