@@ -286,6 +286,9 @@ func (b *bench) one(ctx context.Context, name string, round, clients int, d, dra
 		cpu: us(cpu1.server - cpu0.server), db: us(cpu1.db - cpu0.db), dbKnown: cpu1.dbKnown,
 		client: us(self1 - self0), refused: l.Refused}
 	cpu := fmt.Sprintf("%.0f µs", res.cpu)
+	if name == "floor" { // the scale of the CPU goal's row scaled to the floor
+		cpu = fmt.Sprintf("%.1f µs", res.cpu)
+	}
 	if res.dbKnown {
 		cpu = fmt.Sprintf("%.0f µs (lookout %.0f + PostgreSQL %.0f)", res.cpu+res.db, res.cpu, res.db)
 	}
@@ -323,6 +326,10 @@ func randWord(n int) string {
 	}
 	return string(b)
 }
+
+// issueFloorCPU is the floor's CPU a span (µs) on the host where the
+// CPU goal was set (issue 17: 95,800 spans/s, 7 µs a span).
+const issueFloorCPU = 7.0
 
 // report prints the table of every target's rounds and the goals.
 func (b *bench) report(names []string) {
@@ -387,6 +394,18 @@ func (b *bench) report(names []string) {
 		{"Lookout SQLite accepted / Jaeger accepted ≥ 2", ratio("sqlite", "jaeger", acc), "%.2f×", func(v float64) bool { return v >= 2 }},
 		{"Lookout PostgreSQL end to end / Jaeger end to end ≥ 0.75", ratio("postgres", "jaeger", e2e), "%.2f×", func(v float64) bool { return v >= 0.75 }},
 		{"Lookout SQLite CPU a span < 80 µs", cpu, "%.0f µs", func(v float64) bool { return v < 80 }},
+	}
+	// The CPU goal is in µs of the host the issue measured, where the
+	// floor took issueFloorCPU a span; this host's speed swings twofold
+	// from hour to hour. Scaled by the floor of the same round, the figure
+	// says what the goal's host would have measured: shown beside the
+	// goal, not instead of it.
+	if adj := ratio("sqlite", "floor", func(r result) float64 { return r.cpu }); len(adj) > 0 {
+		for i := range adj {
+			adj[i] *= issueFloorCPU
+		}
+		goals = append(goals, goal{fmt.Sprintf("Lookout SQLite CPU a span scaled to the floor of %g µs (information: the host's speed)", issueFloorCPU),
+			adj, "%.0f µs", func(v float64) bool { return v < 80 }})
 	}
 	fmt.Println()
 	fmt.Println("| goal | per round | met |")

@@ -134,17 +134,22 @@ func (t spanTx) InsertTraces(ctx context.Context, ownerID, datasetID string, ts 
 		datasetID, ownerID, now, ids, idx, names, meta, hier, events, enc, content); err != nil {
 		return fmt.Errorf("traces of OpenTelemetry traces: %w", err)
 	}
-	sums := make([]string, n)
-	dur, cost := make([]float64, n), make([]float64, n)
-	tokens := make([]int64, n)
+	var sumIDs, sums []string
+	var sumIdx, tokens []int64
+	var dur, cost []float64
 	for i, nt := range ts {
-		sums[i] = string(nt.Row.Summary)
-		dur[i], tokens[i], cost[i] = nt.Row.Keys.DurationMs, nt.Row.Keys.Tokens, nt.Row.Keys.Cost
+		if nt.Pending {
+			continue
+		}
+		sumIDs, sumIdx, sums = append(sumIDs, ids[i]), append(sumIdx, idx[i]), append(sums, string(nt.Row.Summary))
+		dur, tokens, cost = append(dur, nt.Row.Keys.DurationMs), append(tokens, nt.Row.Keys.Tokens), append(cost, nt.Row.Keys.Cost)
 	}
-	if _, err := t.tx.Exec(ctx, `INSERT INTO trace_summaries (`+sqlstore.SummaryCols+`)
-		SELECT id, s, $3::uuid, idx, dur, tok, cost FROM unnest($1::uuid[], $2::text[], $4::bigint[], $5::float8[], $6::bigint[], $7::float8[]) AS t (id, s, idx, dur, tok, cost)`,
-		ids, sums, datasetID, idx, dur, tokens, cost); err != nil {
-		return fmt.Errorf("summaries of OpenTelemetry traces: %w", err)
+	if len(sums) > 0 {
+		if _, err := t.tx.Exec(ctx, `INSERT INTO trace_summaries (`+sqlstore.SummaryCols+`)
+			SELECT id, s, $3::uuid, idx, dur, tok, cost FROM unnest($1::uuid[], $2::text[], $4::bigint[], $5::float8[], $6::bigint[], $7::float8[]) AS t (id, s, idx, dur, tok, cost)`,
+			sumIDs, sums, datasetID, sumIdx, dur, tokens, cost); err != nil {
+			return fmt.Errorf("summaries of OpenTelemetry traces: %w", err)
+		}
 	}
 	_, err := t.tx.Exec(ctx, `INSERT INTO otel_traces (dataset_id, otel_trace_id, trace_id) SELECT $1, o, id FROM unnest($2::text[], $3::uuid[]) AS t (o, id)`,
 		datasetID, otelIDs, ids)
@@ -165,6 +170,10 @@ func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Ro
 		r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, traceID); err != nil {
 		return err
 	}
+	return t.PutSummary(ctx, traceID, r)
+}
+
+func (t spanTx) PutSummary(ctx context.Context, traceID string, r *storeutil.Row) error {
 	return sqlstore.PutDigestKeys(ctx, sqlstore.Pgx(t.tx), traceID, r.Summary, r.Keys)
 }
 

@@ -126,6 +126,9 @@ func (t spanTx) InsertTraces(ctx context.Context, ownerID, datasetID string, ts 
 	}
 	// The summaries after their traces, which they reference.
 	for _, nt := range ts {
+		if nt.Pending {
+			continue
+		}
 		k := &nt.Row.Keys
 		if err := sums.add(ctx, nt.Row.ID, string(nt.Row.Summary), datasetID, nt.Index, k.DurationMs, k.Tokens, k.Cost); err != nil {
 			return fmt.Errorf("summaries of OpenTelemetry traces: %w", err)
@@ -142,6 +145,10 @@ func (t spanTx) UpdateTrace(ctx context.Context, traceID string, r *storeutil.Ro
 		r.Name, sqlstore.OptText(r.Metadata), sqlstore.OptText(r.Hierarchy), r.EventCount, r.Encoding, r.Content, traceID); err != nil {
 		return err
 	}
+	return t.PutSummary(ctx, traceID, r)
+}
+
+func (t spanTx) PutSummary(ctx context.Context, traceID string, r *storeutil.Row) error {
 	return sqlstore.PutDigestKeys(ctx, sqlstore.SQL(t.tx), traceID, r.Summary, r.Keys)
 }
 

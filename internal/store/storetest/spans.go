@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -318,6 +319,74 @@ func testAcceptSpans(t *testing.T, open func(t *testing.T) store.Store) {
 
 	_, err = e.st.AcceptSpans(e.ctx, alice.ID, missingID, []store.SpanGroup{{OTelTraceID: a, Spans: spans("s", "x")}})
 	wantErr(t, "unknown dataset", err, store.ErrNotFound)
+}
+
+// testPendingSorted: a trace whose spans wait to be built has no summary
+// row, yet a sorted list shows it, as it showed it before the list's
+// dataset was first filled; a build writes its row once, and a trace
+// whose first build failed keeps a row of its own. The dashboard adds up
+// the traces with a row: not those pending, until a list shows them.
+func testPendingSorted(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	alice := e.user("alice")
+	d := e.dataset(alice, "otel", false)
+	var seen [][]string
+	var mu sync.Mutex
+	build := spanBuild(&mu, &seen)
+	accept := func(otelID string, texts ...string) string {
+		t.Helper()
+		ids, err := e.st.AcceptSpans(e.ctx, alice.ID, d.ID, []store.SpanGroup{{OTelTraceID: otelID, Spans: spans(texts...)}})
+		if err != nil {
+			t.Fatalf("AcceptSpans: %v", err)
+		}
+		return ids[0]
+	}
+	sorts := []string{store.SortDuration, store.SortTokens, store.SortCost, store.SortViolations}
+	listed := func(when string, want ...string) {
+		t.Helper()
+		for _, sort := range sorts {
+			for _, desc := range []bool{false, true} {
+				got := e.listSorted(d.ID, sort, desc, 1)
+				slices.Sort(got)
+				w := slices.Sorted(slices.Values(want))
+				if !slices.Equal(got, w) {
+					t.Errorf("%s: sorted by %s (desc %v): %v, want %v", when, sort, desc, got, w)
+				}
+			}
+		}
+	}
+	dashTraces := func(when string, want int) {
+		t.Helper()
+		x, err := e.st.Dashboard(e.ctx, d.ID, store.DashboardQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.Totals.Traces != want {
+			t.Errorf("%s: the dashboard counts %d traces, want %d", when, x.Totals.Traces, want)
+		}
+	}
+	listed("empty") // the dataset is filled, once a process, from here on
+
+	a := accept("0af7651916cd43dd8448eb211c80319c", "s1", "one")
+	dashTraces("a pending", 0)
+	listed("a pending", a) // which writes a's placeholder row
+	if out := buildPending(t, e, store.PendingFilter{DatasetID: d.ID}, build); len(out) != 1 || out[0].Err != nil {
+		t.Fatalf("build a: %v", out)
+	}
+	listed("a built", a)
+	dashTraces("a built", 1)
+
+	// b's first build fails before any list showed it.
+	b := accept("4bf92f3577b34da6a3ce929d0e0e4736", "y", "bad")
+	if out, err := e.st.BuildPendingSpans(e.ctx, store.PendingFilter{DatasetID: d.ID}, build); err != nil || len(out) != 1 || out[0].Err == nil {
+		t.Fatalf("failed build of b: %v, %v", out, err)
+	}
+	listed("b failed to build", a, b)
+	c := accept("5bf92f3577b34da6a3ce929d0e0e4737", "z", "zed")
+	listed("c pending", a, b, c)
+	buildPending(t, e, store.PendingFilter{DatasetID: d.ID}, build)
+	listed("c built", a, b, c)
+	dashTraces("all built", 3)
 }
 
 // testPendingLater: a stale trace of Later is left for now, a quiet one is

@@ -65,6 +65,7 @@ func Run(t *testing.T, openTB func(tb testing.TB) store.Store) {
 		{"BuildAfterRebuild", testBuildAfterRebuild},
 		{"AcceptSpansConcurrently", testAcceptSpansConcurrently},
 		{"PendingLater", testPendingLater},
+		{"PendingSorted", testPendingSorted},
 		{"SearchConformance", testSearchConformance},
 		{"SearchConsistency", testSearchConsistency},
 		{"SearchRightAfterWrite", testSearchRightAfterWrite},

@@ -71,8 +71,12 @@ type Tx interface {
 	// OpenTelemetry traces stored in a dataset.
 	TracesOf(ctx context.Context, datasetID string, otelTraceIDs []string) (Rows, error)
 	// InsertTraces stores the rows of OpenTelemetry traces seen for the
-	// first time, with their indexes, and links each to its trace.
+	// first time, with their indexes, and links each to its trace; with
+	// their summaries (sqlstore.PutDigestKeys) unless Pending.
 	InsertTraces(ctx context.Context, ownerID, datasetID string, ts []NewTrace, now time.Time) error
+	// PutSummary stores the summary of r for a trace (sqlstore.PutDigestKeys)
+	// without touching its row.
+	PutSummary(ctx context.Context, traceID string, r *storeutil.Row) error
 	// UpdateTrace replaces a stored trace's name, metadata, events and
 	// content with those of r.
 	UpdateTrace(ctx context.Context, traceID string, r *storeutil.Row) error
@@ -103,6 +107,13 @@ type NewTrace struct {
 	OTelTraceID string
 	Row         *storeutil.Row
 	Index       int64
+	// Pending: the row is a placeholder until the trace is built, and gets
+	// no summary row (its sort keys, its dashboard row) before then. The
+	// build writes the summary once instead of rewriting a placeholder's,
+	// which cost each trace a second write of four sort-key index entries
+	// and a dashboard row. A sorted list writes the placeholder's row of a
+	// trace it must show before its build (sqlstore.fillDataset).
+	Pending bool
 }
 
 // TraceSpans are spans to write of one trace.
@@ -220,7 +231,7 @@ func (t Traces) AddSpans(ctx context.Context, ownerID, datasetID string, groups 
 // time, with the dataset's next index, and returns the index after.
 func insertTrace(ctx context.Context, tx Tx, ownerID, datasetID, otelTraceID string, r *storeutil.Row, next int64, now time.Time) (int64, error) {
 	idx, next := storeutil.AssignIndexes(next, []*int64{r.Given})
-	return next, tx.InsertTraces(ctx, ownerID, datasetID, []NewTrace{{otelTraceID, r, idx[0]}}, now)
+	return next, tx.InsertTraces(ctx, ownerID, datasetID, []NewTrace{{otelTraceID, r, idx[0], false}}, now)
 }
 
 // tracesOf reads the traces stored for OpenTelemetry traces in a dataset,
@@ -304,7 +315,7 @@ func (t Traces) AcceptSpans(ctx context.Context, ownerID, datasetID string, grou
 				}
 				var idx []int64
 				idx, next = storeutil.AssignIndexes(next, []*int64{r.Given})
-				fresh = append(fresh, NewTrace{g.OTelTraceID, &r, idx[0]})
+				fresh = append(fresh, NewTrace{g.OTelTraceID, &r, idx[0], true})
 				tid = r.ID
 				known[g.OTelTraceID] = tid
 			}
@@ -416,6 +427,17 @@ func (t Traces) BuildPendingSpans(ctx context.Context, f store.PendingFilter,
 			bt := &built[i]
 			out = append(out, store.PendingBuild{TraceID: p.TraceID, Spans: len(p.Spans), Err: bt.Err})
 			if bt.Err != nil {
+				// A trace never built keeps its placeholder, now with the
+				// summary row every trace that is not pending has.
+				if p.Fresh {
+					r, err := pendingRow(p.OTelTraceID, now)
+					if err == nil {
+						err = tx.PutSummary(ctx, p.TraceID, &r)
+					}
+					if err != nil {
+						return err
+					}
+				}
 				continue
 			}
 			r := &bt.Row

@@ -169,14 +169,29 @@ func (s *Store) ListSorted(ctx context.Context, datasetID string, page store.Pag
 	return items, next, nil
 }
 
-// filled holds the datasets whose every trace is known to have a row in
-// trace_summaries (every write since migration 00018 writes one): a sorted
-// list reads the keys there, and a trace without one would be missing.
+// filled holds the datasets whose every trace but those pending is known
+// to have a row in trace_summaries (every write since migration 00018
+// writes one, an OpenTelemetry trace's once it is built): a sorted list
+// reads the keys there, and a trace without one would be missing.
 var filled sync.Map
 
 // fillDataset computes and stores the digests of the dataset's traces
-// that have none (written before 00018), once a process and dataset.
+// that have none: those written before 00018, once a process and dataset,
+// and those whose spans wait to be built, each time (a handful; the build
+// replaces the row).
 func (s *Store) fillDataset(ctx context.Context, datasetID string) error {
+	rows, err := s.R.Query(ctx, `SELECT CAST(p.trace_id AS text) FROM otel_pending p WHERE p.dataset_id = $1
+		AND NOT EXISTS (SELECT 1 FROM trace_summaries d WHERE d.trace_id = p.trace_id)`, datasetID)
+	pending, err := collect(rows, err, func(r Row) (*store.TraceSummary, error) {
+		var t store.TraceSummary
+		return &t, r.Scan(&t.ID)
+	})
+	if err != nil {
+		return s.Fail(ctx, err, "list traces of dataset %s: pending traces without a summary", datasetID)
+	}
+	if err := s.FillDigests(ctx, pending); err != nil {
+		return err
+	}
 	if _, ok := filled.Load(datasetID); ok {
 		return nil
 	}
