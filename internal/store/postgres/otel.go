@@ -52,8 +52,8 @@ func (r spanReader) TraceOf(ctx context.Context, datasetID, otelTraceID string) 
 	return r.query(ctx, `SELECT trace_id::text FROM otel_traces WHERE dataset_id = $1 AND otel_trace_id = $2`, datasetID, otelTraceID)
 }
 
-func (r spanReader) Spans(ctx context.Context, traceID string) (spanstore.Rows, error) {
-	return r.query(ctx, `SELECT span_id, data FROM otel_span_parts WHERE trace_id = $1 ORDER BY id`, traceID)
+func (r spanReader) Spans(ctx context.Context, traceIDs []string) (spanstore.Rows, error) {
+	return r.query(ctx, `SELECT trace_id::text, span_id, data FROM otel_span_parts WHERE trace_id = ANY($1::uuid[]) ORDER BY trace_id, id`, traceIDs)
 }
 
 func (r spanReader) CountPending(ctx context.Context) (spanstore.Rows, error) {

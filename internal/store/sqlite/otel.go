@@ -43,8 +43,16 @@ func (r spanReader) TraceOf(ctx context.Context, datasetID, otelTraceID string) 
 	return r.query(ctx, `SELECT trace_id FROM otel_traces WHERE dataset_id = ? AND otel_trace_id = ?`, datasetID, otelTraceID)
 }
 
-func (r spanReader) Spans(ctx context.Context, traceID string) (spanstore.Rows, error) {
-	return r.query(ctx, `SELECT span_id, data FROM otel_span_parts WHERE trace_id = ? ORDER BY id`, traceID)
+func (r spanReader) Spans(ctx context.Context, traceIDs []string) (spanstore.Rows, error) {
+	if len(traceIDs) == 1 {
+		return r.query(ctx, `SELECT trace_id, span_id, data FROM otel_span_parts WHERE trace_id = ? ORDER BY id`, traceIDs[0])
+	}
+	list, err := json.Marshal(traceIDs)
+	if err != nil {
+		return nil, err
+	}
+	return r.query(ctx, `SELECT trace_id, span_id, data FROM otel_span_parts
+		WHERE trace_id IN (SELECT value FROM json_each(?)) ORDER BY trace_id, id`, string(list))
 }
 
 func (r spanReader) CountPending(ctx context.Context) (spanstore.Rows, error) {

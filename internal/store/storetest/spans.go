@@ -321,6 +321,41 @@ func testAcceptSpans(t *testing.T, open func(t *testing.T) store.Store) {
 	wantErr(t, "unknown dataset", err, store.ErrNotFound)
 }
 
+// testPendingMany: more pending traces than one query reads the parts of
+// are built at once, each from its own spans.
+func testPendingMany(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	alice := e.user("alice")
+	d := e.dataset(alice, "otel", false)
+	var seen [][]string
+	var mu sync.Mutex
+	build := spanBuild(&mu, &seen)
+	const n = 600 // over two of readPending's chunks
+	var groups []store.SpanGroup
+	for i := range n {
+		groups = append(groups, store.SpanGroup{OTelTraceID: fmt.Sprintf("%032x", i+1), Spans: spans("a", fmt.Sprint("first of ", i))})
+	}
+	ids, err := e.st.AcceptSpans(e.ctx, alice.ID, d.ID, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each trace's second part, in the opposite order.
+	for i := n - 1; i >= 0; i-- {
+		if _, err := e.st.AcceptSpans(e.ctx, alice.ID, d.ID, []store.SpanGroup{{OTelTraceID: groups[i].OTelTraceID, Spans: spans("b", fmt.Sprint("second of ", i))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := buildPending(t, e, store.PendingFilter{DatasetID: d.ID}, build)
+	if len(out) != n {
+		t.Fatalf("built %d traces, want %d", len(out), n)
+	}
+	for i, id := range ids {
+		if got, want := contents(t, e, id), fmt.Sprintf("first of %d,second of %d", i, i); got != want {
+			t.Fatalf("trace %d: events %q, want %q", i, got, want)
+		}
+	}
+}
+
 // testPendingSorted: a trace whose spans wait to be built has no summary
 // row, yet a sorted list shows it, as it showed it before the list's
 // dataset was first filled; a build writes its row once, and a trace

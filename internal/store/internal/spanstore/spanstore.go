@@ -49,9 +49,9 @@ type Reader interface {
 	// TraceOf selects the trace_id stored for an OpenTelemetry trace in a
 	// dataset (no row for none).
 	TraceOf(ctx context.Context, datasetID, otelTraceID string) (Rows, error)
-	// Spans selects the span_id and data of a trace's span parts
-	// (SpanPart), in the order they were written.
-	Spans(ctx context.Context, traceID string) (Rows, error)
+	// Spans selects the trace_id, span_id and data of the span parts
+	// (SpanPart) of traces, each trace's in the order they were written.
+	Spans(ctx context.Context, traceIDs []string) (Rows, error)
 	// Pending selects the trace_id, otel_trace_id, seq and fresh of the
 	// pending traces f selects, those pending longest first; nil Rows when
 	// f can select none.
@@ -503,37 +503,81 @@ func readPending(ctx context.Context, q Reader, f store.PendingFilter) ([]Pendin
 	if err := done(rows); err != nil {
 		return nil, err
 	}
-	for i := range ps {
-		if ps[i].Spans, err = readSpans(ctx, q, ps[i].TraceID); errors.Is(err, errDamaged) {
-			ps[i].Damaged = err
-		} else if err != nil {
+	// The parts of many traces a query: a statement a trace had been a
+	// fifth of the builder's reading (on SQLite's readers each is
+	// prepared anew; on PostgreSQL each is a round trip).
+	for lo := 0; lo < len(ps); lo += spansQueryTraces {
+		chunk := ps[lo:min(lo+spansQueryTraces, len(ps))]
+		ids := make([]string, len(chunk))
+		for i, p := range chunk {
+			ids[i] = p.TraceID
+		}
+		spans, damaged, err := readSpansOf(ctx, q, ids)
+		if err != nil {
 			return nil, err
+		}
+		for i := range chunk {
+			p := &chunk[i]
+			if p.Damaged = damaged[p.TraceID]; p.Damaged == nil {
+				p.Spans = spans[p.TraceID]
+			}
 		}
 	}
 	return ps, nil
 }
 
+// spansQueryTraces is how many traces' parts readPending reads a query.
+const spansQueryTraces = 256
+
 // readSpans reads the spans stored for a trace by span id (empty, not nil,
 // for none).
 func readSpans(ctx context.Context, q Reader, traceID string) (map[string][]byte, error) {
-	rows, err := q.Spans(ctx, traceID)
+	spans, damaged, err := readSpansOf(ctx, q, []string{traceID})
 	if err != nil {
 		return nil, err
 	}
-	spans := map[string][]byte{}
+	if err := damaged[traceID]; err != nil {
+		return nil, err
+	}
+	return spans[traceID], nil
+}
+
+// readSpansOf reads the spans stored for traces, by trace and span id
+// (each of ids has a map, empty for none); a trace whose stored part does
+// not unpack is in damaged instead (errDamaged), the others read all the
+// same.
+func readSpansOf(ctx context.Context, q Reader, ids []string) (spans map[string]map[string][]byte, damaged map[string]error, _ error) {
+	rows, err := q.Spans(ctx, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	spans = make(map[string]map[string][]byte, len(ids))
+	for _, id := range ids {
+		spans[id] = map[string][]byte{}
+	}
 	for rows.Next() {
-		var id string
+		var traceID, id string
 		var data []byte
-		if err := rows.Scan(&id, &data); err != nil {
+		if err := rows.Scan(&traceID, &id, &data); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, nil, err
 		}
-		if err := unpackPart(id, data, func(id string, d []byte) { spans[id] = d }); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("stored spans of trace %s: %w (%w)", traceID, errDamaged, err)
+		into, ok := spans[traceID]
+		if !ok || damaged[traceID] != nil {
+			continue
+		}
+		if err := unpackPart(id, data, func(id string, d []byte) { into[id] = d }); err != nil {
+			if damaged == nil {
+				damaged = map[string]error{}
+			}
+			damaged[traceID] = fmt.Errorf("stored spans of trace %s: %w (%w)", traceID, errDamaged, err)
+			delete(spans, traceID)
 		}
 	}
-	return spans, done(rows)
+	if err := done(rows); err != nil {
+		return nil, nil, err
+	}
+	return spans, damaged, nil
 }
 
 // scanSeqs reads the rows of LockMarks.
