@@ -327,9 +327,7 @@ func testPendingMany(t *testing.T, open func(t *testing.T) store.Store) {
 	e := newEnv(t, open)
 	alice := e.user("alice")
 	d := e.dataset(alice, "otel", false)
-	var seen [][]string
-	var mu sync.Mutex
-	build := spanBuild(&mu, &seen)
+	build := spanBuild(new(sync.Mutex), new([][]string))
 	const n = 600 // over two of readPending's chunks
 	var groups []store.SpanGroup
 	for i := range n {
@@ -365,9 +363,7 @@ func testPendingSorted(t *testing.T, open func(t *testing.T) store.Store) {
 	e := newEnv(t, open)
 	alice := e.user("alice")
 	d := e.dataset(alice, "otel", false)
-	var seen [][]string
-	var mu sync.Mutex
-	build := spanBuild(&mu, &seen)
+	build := spanBuild(new(sync.Mutex), new([][]string))
 	accept := func(otelID string, texts ...string) string {
 		t.Helper()
 		ids, err := e.st.AcceptSpans(e.ctx, alice.ID, d.ID, []store.SpanGroup{{OTelTraceID: otelID, Spans: spans(texts...)}})
