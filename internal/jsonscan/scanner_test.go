@@ -151,7 +151,10 @@ func FuzzScanner(f *testing.F) {
 func FuzzSkip(f *testing.F) {
 	for _, s := range []string{`{"a": [1, "b", null, true], "c": {"d": -1.5e3}}`, `{"k\u00e9y": "v\n"}`, `[1, 2,]`, `{"a" 1}`,
 		`{"a": 1,}`, `"\x"`, "\"a\x01\"", `tru`, `nul`, `-`, `01`, `[[[[]]]] x`, `{"a":{"b":[{"c":"\ud800"}]}}`, ` `,
-		`{"a":1,"a":2}`, `[1e400]`, "\"\xff\"", `{"\u0061":1,"a":{}}`} {
+		`{"a":1,"a":2}`, `[1e400]`, "\"\xff\"", `{"\u0061":1,"a":{}}`,
+		// Runs longer than plainEnd's eight-byte steps, ended by each kind of byte.
+		`{"role":"user","content":"a long enough run of plain text \"quoted\" then more"}`,
+		"[\"a long enough run of plain text\x01 then a control\"]", "[\"a long enough run of text \xc3\xa9 and \xff\"]"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -324,5 +327,35 @@ func TestStrings(t *testing.T) {
 	for _, c := range []string{`{"a": "x", "b": ["y", {"k": "z"}], "c": 1, "\u0041": "esc\"aped"}`, `"top"`, `["", "\ud83d\ude00", "\n"]`,
 		`{"a": }`, `[1, 2,]`, `{"key": "value"`, "\"bad \xff\"", `{}`, `[]`, `12`} {
 		checkStrings(t, []byte(c))
+	}
+}
+
+// TestPlainEnd checks the eight-byte steps of plainEnd against a byte at a
+// time: each byte that ends a run (and the plain bytes next to them in
+// value), at every place in a run, from every start.
+func TestPlainEnd(t *testing.T) {
+	naive := func(d []byte, i int) int {
+		for i < len(d) && plain[d[i]] {
+			i++
+		}
+		return i
+	}
+	fill := []byte{'a', ' ', '!', '#', '[', ']', 0x7f, '~', '0', 'Z', '\\' - 1, '\\' + 1, '"' - 1, '"' + 1}
+	ends := []byte{0x00, 0x01, 0x1f, '"', '\\', 0x80, 0xc3, 0xff}
+	for _, f := range fill {
+		for _, e := range ends {
+			for at := 0; at <= 20; at++ {
+				d := bytes.Repeat([]byte{f}, 21)
+				d[at%21] = e
+				if at == 20 {
+					d = d[:20] // no end byte: the run ends with the data
+				}
+				for i := 0; i <= len(d); i++ {
+					if got, want := plainEnd(d, i), naive(d, i); got != want {
+						t.Fatalf("plainEnd(%q, %d) = %d, want %d", d, i, got, want)
+					}
+				}
+			}
+		}
 	}
 }
