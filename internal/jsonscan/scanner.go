@@ -460,7 +460,7 @@ func (s *Scanner) readString() (string, error) {
 	for i < len(s.data) {
 		c := s.data[i]
 		if plain[c] {
-			i = plainEnd(s.data, i+1)
+			i = PlainEnd(s.data, i+1)
 			continue
 		}
 		if c == '"' {
@@ -502,13 +502,16 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
-// plainEnd returns the offset of the first byte at or after i in d that is
-// not plain: eight bytes a step while none is, then byte by byte. Agents'
-// strings are long runs of plain text (messages and payloads skipped or
-// read whole), where a table lookup a byte was most of the scan's time.
-func plainEnd(d []byte, i int) int {
+// PlainEnd returns the offset of the first byte at or after i in d that a
+// JSON string cannot hold as it is (a quote, a backslash, a control
+// character) or that needs a second look (from 0x80: UTF-8), len(d) when
+// there is none: eight bytes a step while none is, then byte by byte.
+// Agents' strings are long runs of plain text (messages and payloads
+// skipped, read or written whole), where a table lookup a byte was most of
+// the time of the loops that walk them.
+func PlainEnd(d []byte, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for i+8 <= len(d) {
+	for ; i+8 <= len(d); i += 8 {
 		x := binary.LittleEndian.Uint64(d[i:])
 		// A byte below 0x20, a quote, a backslash, or one from 0x80 (the
 		// high bit of x): each test sets a byte's high bit where it holds.
@@ -518,12 +521,16 @@ func plainEnd(d []byte, i int) int {
 		if ((ctl|(q-ones)&^q|(bs-ones)&^bs)|x)&highs != 0 {
 			break
 		}
-		i += 8
 	}
 	for i < len(d) && plain[d[i]] {
 		i++
 	}
 	return i
+}
+
+// PlainEndString is PlainEnd of a string.
+func PlainEndString(s string, i int) int {
+	return PlainEnd(unsafe.Slice(unsafe.StringData(s), len(s)), i)
 }
 
 // closingQuote returns the offset of the quote that ends the string holding
@@ -1033,7 +1040,7 @@ func (s *Scanner) skipString() error {
 	for i < len(d) {
 		c := d[i]
 		if plain[c] {
-			i = plainEnd(d, i+1)
+			i = PlainEnd(d, i+1)
 			continue
 		}
 		switch {

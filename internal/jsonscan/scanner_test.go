@@ -152,7 +152,7 @@ func FuzzSkip(f *testing.F) {
 	for _, s := range []string{`{"a": [1, "b", null, true], "c": {"d": -1.5e3}}`, `{"k\u00e9y": "v\n"}`, `[1, 2,]`, `{"a" 1}`,
 		`{"a": 1,}`, `"\x"`, "\"a\x01\"", `tru`, `nul`, `-`, `01`, `[[[[]]]] x`, `{"a":{"b":[{"c":"\ud800"}]}}`, ` `,
 		`{"a":1,"a":2}`, `[1e400]`, "\"\xff\"", `{"\u0061":1,"a":{}}`,
-		// Runs longer than plainEnd's eight-byte steps, ended by each kind of byte.
+		// Runs longer than PlainEnd's eight-byte steps, ended by each kind of byte.
 		`{"role":"user","content":"a long enough run of plain text \"quoted\" then more"}`,
 		"[\"a long enough run of plain text\x01 then a control\"]", "[\"a long enough run of text \xc3\xa9 and \xff\"]"} {
 		f.Add([]byte(s))
@@ -330,7 +330,7 @@ func TestStrings(t *testing.T) {
 	}
 }
 
-// TestPlainEnd checks the eight-byte steps of plainEnd against a byte at a
+// TestPlainEnd checks the eight-byte steps of PlainEnd against a byte at a
 // time: each byte that ends a run (and the plain bytes next to them in
 // value), at every place in a run, from every start.
 func TestPlainEnd(t *testing.T) {
@@ -351,8 +351,12 @@ func TestPlainEnd(t *testing.T) {
 					d = d[:20] // no end byte: the run ends with the data
 				}
 				for i := 0; i <= len(d); i++ {
-					if got, want := plainEnd(d, i), naive(d, i); got != want {
-						t.Fatalf("plainEnd(%q, %d) = %d, want %d", d, i, got, want)
+					want := naive(d, i)
+					if got := PlainEnd(d, i); got != want {
+						t.Fatalf("PlainEnd(%q, %d) = %d, want %d", d, i, got, want)
+					}
+					if got := PlainEndString(string(d), i); got != want {
+						t.Fatalf("PlainEndString(%q, %d) = %d, want %d", d, i, got, want)
 					}
 				}
 			}

@@ -723,7 +723,7 @@ func AppendString(b []byte, s string) []byte {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
+				i = jsonscan.PlainEndString(s, i+1)
 				continue
 			}
 			b = append(b, s[start:i]...)

@@ -165,3 +165,33 @@ func TestParseArgumentsRule(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAppendString: the string read back is the one encoding/json writes
+// and reads back, and U+2028 and U+2029 are escaped.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", "a \"quoted\" run of more than eight plain bytes\\ and a backslash",
+		"tab\there, newline\n, nul \x00 and \x1f in a long enough run", "é and \u2028 and \u2029 after plain text",
+		"\xff invalid \xc3 UTF-8 after plain bytes", "<script>alert(1)</script> & more"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := AppendString(nil, s)
+		var back string
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatalf("AppendString(%q) = %s: %v", s, out, err)
+		}
+		// encoding/json, like AppendString, puts a U+FFFD for each byte of
+		// invalid UTF-8.
+		var std string
+		b, _ := json.Marshal(s)
+		if err := json.Unmarshal(b, &std); err != nil {
+			t.Fatal(err)
+		}
+		if back != std {
+			t.Fatalf("AppendString(%q) reads back %q, want %q", s, back, std)
+		}
+		if bytes.Contains(out, []byte("\u2028")) || bytes.Contains(out, []byte("\u2029")) {
+			t.Fatalf("AppendString(%q) = %s: U+2028/U+2029 not escaped", s, out)
+		}
+	})
+}
