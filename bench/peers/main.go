@@ -13,11 +13,14 @@
 // each trace's spans in two consecutive batches. Per target and round it
 // prints the accepted rate (spans answered 200 over the load's time), the
 // end-to-end rate (spans over the time until every span is stored, built
-// and found: Lookout's pending traces built and a search for the run's
-// token counting every trace; Jaeger's last traces whole in its query
-// API), the request latency, and the server's CPU time a span (from
-// /proc, with PostgreSQL's own processes when the bench runs the
-// cluster); then the table of goals as ratios to Jaeger in the same run.
+// and searchable: Lookout's pending traces built and none queued for the
+// search index; Jaeger's last traces whole in its query API), the request
+// latency, and the server's CPU time a span (from /proc, with PostgreSQL's
+// own processes when the bench runs the cluster, over the load and that
+// wait); then the table of goals as ratios to Jaeger in the same run.
+// After the CPU is read, each run is checked (untimed): Lookout's search
+// for the run's token must count every trace, Jaeger's query API must
+// find every trace whole.
 //
 // PostgreSQL: -pg URL, else $LOOKOUT_TEST_POSTGRES, else a throwaway
 // cluster; a fresh database each round. Jaeger is built once into -cache.
