@@ -3,11 +3,7 @@ package jsonscan_test
 import (
 	"testing"
 
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
-
-	"github.com/lookout-dev/lookout/bench/otelgen"
-	"github.com/lookout-dev/lookout/internal/formats/otlp"
+	"github.com/lookout-dev/lookout/bench/otelgen/mapped"
 	"github.com/lookout-dev/lookout/internal/jsonscan"
 )
 
@@ -15,20 +11,7 @@ import (
 // the canonical spans hold them: JSON objects whose message and payload
 // strings are most of their bytes.
 func genaiAttributes(b *testing.B) ([][]byte, int) {
-	g := otelgen.NewGenerator(1, "bench", "tok")
-	var spans []otlp.Span
-	for range 4 {
-		var req tracepb.TracesData
-		if err := proto.Unmarshal(g.Next().Body, &req); err != nil {
-			b.Fatal(err)
-		}
-		s, err := otlp.FromResourceSpans(req.ResourceSpans)
-		if err != nil {
-			b.Fatal(err)
-		}
-		spans = append(spans, s...)
-	}
-	ts, err := otlp.Map(spans)
+	ts, err := mapped.Traces(4)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,42 +3,17 @@ package search_test
 import (
 	"testing"
 
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
-
-	"github.com/lookout-dev/lookout/bench/otelgen"
-	"github.com/lookout-dev/lookout/internal/formats/otlp"
+	"github.com/lookout-dev/lookout/bench/otelgen/mapped"
 	"github.com/lookout-dev/lookout/internal/search"
-	"github.com/lookout-dev/lookout/internal/trace"
 )
-
-// genaiTraces maps n batches of bench/peers' load (20-span GenAI agent
-// traces) into traces.
-func genaiTraces(tb testing.TB, n int) []*trace.Trace {
-	g := otelgen.NewGenerator(1, "bench", "tok")
-	var spans []otlp.Span
-	for range n {
-		var req tracepb.TracesData
-		if err := proto.Unmarshal(g.Next().Body, &req); err != nil {
-			tb.Fatal(err)
-		}
-		s, err := otlp.FromResourceSpans(req.ResourceSpans)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		spans = append(spans, s...)
-	}
-	ts, err := otlp.Map(spans)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return ts
-}
 
 // BenchmarkIndexGenAI indexes GenAI agent traces as the indexer does: a
 // text cache for each 32 traces.
 func BenchmarkIndexGenAI(b *testing.B) {
-	ts := genaiTraces(b, 8)
+	ts, err := mapped.Traces(8)
+	if err != nil {
+		b.Fatal(err)
+	}
 	spans := 0
 	for _, t := range ts {
 		spans += len(t.Spans)
