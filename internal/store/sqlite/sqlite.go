@@ -2,8 +2,10 @@
 // Go): one file in WAL mode with foreign keys on and a busy timeout, one
 // writer connection through which every write goes, and a pool of read-only
 // connections. Commits are synchronous (synchronous=FULL), so a write that
-// returned survives a crash of the process or of the machine. The search
-// index is a second file beside it with a writer of its own (index.go).
+// returned survives a crash of the process or of the machine. The writers
+// write their WAL through walVFS (walvfs.go), a commit's frames in a few
+// write calls. The search index is a second file beside it with a writer
+// of its own (index.go).
 package sqlite
 
 import (
@@ -77,7 +79,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: database path %q: give a plain file name (without ?, # or file:)", path)
 	}
 	common := fmt.Sprintf("%s?_busy_timeout=%d&_foreign_keys=1", path, BusyTimeout.Milliseconds())
-	writeDSN := common + "&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate"
+	// The writers' WAL writes go through walVFS (walvfs.go); readers write
+	// nothing.
+	if err := registerWALVFS(); err != nil {
+		return nil, err
+	}
+	writeDSN := common + "&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate&vfs=" + walVFSName
 	if err := migrate(ctx, writeDSN); err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
@@ -93,7 +100,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// The index file: derived data, but synchronous too, since the queue
 	// rows it replaces are gone once it commits.
 	iw := sql.OpenDB(cachingConnector{d: &sqlite.Driver{}, dsn: fmt.Sprintf("%s?_busy_timeout=%d", IndexPath(path), BusyTimeout.Milliseconds()) +
-		"&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate" + writerPragmas})
+		"&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate&vfs=" + walVFSName + writerPragmas})
 	iw.SetMaxOpenConns(1)
 	iw.SetMaxIdleConns(1)
 	iw.SetConnMaxLifetime(0)
