@@ -102,6 +102,25 @@ func checkBlobs(t *testing.T, path string, rows int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	n := checkRows(t, rs, func(id int) []byte {
+		if id < rows {
+			return bytes.Repeat([]byte{byte(id)}, 4096)
+		}
+		return []byte("last")
+	})
+	if n != rows+1 {
+		t.Errorf("a plain connection reads %d rows, want %d", n, rows+1)
+	}
+	var ok string
+	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+		t.Errorf("integrity_check: %q, %v", ok, err)
+	}
+}
+
+// checkRows checks rows of id and blob b against want(id), ids from 0 in
+// order, and returns their count.
+func checkRows(t *testing.T, rs *sql.Rows, want func(id int) []byte) int {
+	t.Helper()
 	defer rs.Close()
 	n := 0
 	for rs.Next() {
@@ -110,11 +129,7 @@ func checkBlobs(t *testing.T, path string, rows int) {
 		if err := rs.Scan(&id, &b); err != nil {
 			t.Fatal(err)
 		}
-		want := []byte("last")
-		if id < rows {
-			want = bytes.Repeat([]byte{byte(id)}, 4096)
-		}
-		if id != n || !bytes.Equal(b, want) {
+		if id != n || !bytes.Equal(b, want(id)) {
 			t.Fatalf("row %d: id %d, %d bytes, not as written", n, id, len(b))
 		}
 		n++
@@ -122,13 +137,7 @@ func checkBlobs(t *testing.T, path string, rows int) {
 	if err := rs.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n != rows+1 {
-		t.Errorf("a plain connection reads %d rows, want %d", n, rows+1)
-	}
-	var ok string
-	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
-		t.Errorf("integrity_check: %q, %v", ok, err)
-	}
+	return n
 }
 
 // TestWALWritesGathered: a commit through walVFS takes a write call for
@@ -295,22 +304,9 @@ func TestWALSpills(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := 0
-		for rs.Next() {
-			var id int
-			var b []byte
-			if err := rs.Scan(&id, &b); err != nil {
-				t.Fatal(err)
-			}
-			if id != n || !bytes.Equal(b, bytes.Repeat([]byte{byte(id + round)}, 4096)) {
-				t.Fatalf("round %d: the transaction reads row %d (id %d) not as it wrote it", round, n, id)
-			}
-			n++
+		if n := checkRows(t, rs, func(id int) []byte { return bytes.Repeat([]byte{byte(id + round)}, 4096) }); n != rows {
+			t.Fatalf("round %d: the transaction reads %d rows, want %d", round, n, rows)
 		}
-		if err := rs.Err(); err != nil || n != rows {
-			t.Fatalf("round %d: %d rows (%v), want %d", round, n, err, rows)
-		}
-		rs.Close()
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (id, b) VALUES (?, 'last')`, rows); err != nil {
 		t.Fatal(err)
