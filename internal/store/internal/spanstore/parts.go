@@ -8,6 +8,7 @@ import (
 	"github.com/klauspost/compress/s2"
 
 	"github.com/lookout-dev/lookout/internal/store"
+	"github.com/lookout-dev/lookout/internal/store/internal/storeutil"
 )
 
 // Spans are stored in parts: a row per trace and request, not per span.
@@ -68,10 +69,12 @@ func partOf(traceID string, spans []store.StoredSpan) SpanPart {
 	packed := packSpans(spans)
 	if len(packed) >= compressAbove {
 		if z := s2.Encode(nil, packed); len(z) <= len(packed)-len(packed)/8 {
+			storeutil.ReleaseScratch(packed)
 			return SpanPart{traceID, compressedSpans, z}
 		}
 	}
 	if alone {
+		storeutil.ReleaseScratch(packed)
 		return SpanPart{traceID, spans[0].SpanID, spans[0].Data}
 	}
 	return SpanPart{TraceID: traceID, Data: packed}
@@ -84,7 +87,7 @@ func packSpans(spans []store.StoredSpan) []byte {
 	for _, sp := range spans {
 		n += 2*binary.MaxVarintLen64 + len(sp.SpanID) + len(sp.Data)
 	}
-	b := make([]byte, 0, n)
+	b := storeutil.Scratch(n)
 	for _, sp := range spans {
 		b = binary.AppendUvarint(b, uint64(len(sp.SpanID)))
 		b = append(b, sp.SpanID...)

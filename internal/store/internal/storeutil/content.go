@@ -138,7 +138,7 @@ var (
 func EncodeContent(t *trace.Trace) ([]byte, int) {
 	c := *t
 	c.Metadata, c.Annotations = nil, nil
-	raw := trace.AppendTrace(make([]byte, 0, trace.SizeHint(&c)), &c)
+	raw := trace.AppendTrace(Scratch(trace.SizeHint(&c)), &c)
 	if len(raw) < CompressAbove {
 		return raw, EncPlain
 	}
@@ -146,8 +146,36 @@ func EncodeContent(t *trace.Trace) ([]byte, int) {
 	if len(z) >= len(raw) {
 		return raw, EncPlain
 	}
+	ReleaseScratch(raw)
 	return z, EncZstd
 }
+
+// Scratch returns an empty buffer of at least n bytes' capacity, for bytes
+// that are compressed and then dropped: one released (ReleaseScratch) is
+// taken again. The uncompressed form of each built trace and of each
+// request's spans was a tenth of the bytes the server allocated under
+// bench/peers' load, each buffer zeroed when allocated.
+func Scratch(n int) []byte {
+	if p, ok := scratch.Get().(*[]byte); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// ReleaseScratch gives b back for Scratch to return again: nothing may
+// hold b, or any part of it, after.
+func ReleaseScratch(b []byte) {
+	if cap(b) > maxScratch {
+		return
+	}
+	b = b[:0]
+	scratch.Put(&b)
+}
+
+var scratch sync.Pool // of *[]byte
+
+// maxScratch bounds the buffers kept: a rare large trace's is dropped.
+const maxScratch = 1 << 20
 
 var readers = sync.Pool{New: func() any { return flate.NewReader(nil) }}
 

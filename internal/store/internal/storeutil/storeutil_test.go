@@ -176,8 +176,15 @@ func corpusTraces(tb testing.TB) []*trace.Trace {
 func TestContentRoundTrip(t *testing.T) {
 	var plain, deflated int
 	w, _ := flate.NewWriter(nil, flate.BestSpeed)
-	for i, tr := range corpusTraces(t) {
+	traces := corpusTraces(t)
+	type encoded struct {
+		data []byte
+		enc  int
+	}
+	var all []encoded
+	for i, tr := range traces {
 		data, enc := EncodeContent(tr)
+		all = append(all, encoded{data, enc})
 		if enc == EncZstd {
 			deflated++
 			// A row written before zstd (deflated) still reads.
@@ -212,6 +219,17 @@ func TestContentRoundTrip(t *testing.T) {
 	}
 	if plain == 0 || deflated == 0 {
 		t.Errorf("expected both plain (%d) and compressed (%d) contents from the corpus", plain, deflated)
+	}
+	// Read back again once all are encoded: a buffer given back for reuse
+	// (Scratch) while a content still held it would have been written over.
+	for i, e := range all {
+		got, err := DecodeContent(e.data, e.enc, traces[i].Metadata)
+		if err != nil {
+			t.Fatalf("trace %d, read back after the others: %v", i, err)
+		}
+		if a, b := trace.AppendTrace(nil, traces[i]), trace.AppendTrace(nil, got); !bytes.Equal(a, b) {
+			t.Fatalf("trace %d changed after the others were encoded", i)
+		}
 	}
 	if _, err := DecodeContent([]byte("xx"), EncDeflate, nil); err == nil {
 		t.Error("corrupt deflate content decoded without error")
