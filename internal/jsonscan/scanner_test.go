@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestValidAgreesWithEncodingJSON(t *testing.T) {
@@ -362,4 +363,42 @@ func TestPlainEnd(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestObjectBorrowed: the same keys as Object, in order, whatever their
+// escapes; a key without escapes is the data's own bytes.
+func TestObjectBorrowed(t *testing.T) {
+	for _, doc := range []string{
+		`{}`, `{"a":1,"b":{"c":[1,2]},"d":"x"}`, `{"esc\"aped":1,"\u00e9":2,"plain":3}`, "{\"bad\xff\":1}",
+		`{"a":1,"a":2}`, `{"a":`, `{"a":1,}`,
+	} {
+		keys := func(borrow bool) ([]string, error) {
+			s := New([]byte(doc))
+			var out []string
+			fn := func(k string) error {
+				out = append(out, strings.Clone(k))
+				return s.Skip()
+			}
+			var err error
+			if borrow {
+				err = s.ObjectBorrowed(fn)
+			} else {
+				err = s.Object(fn)
+			}
+			return out, err
+		}
+		want, wantErr := keys(false)
+		got, gotErr := keys(true)
+		if !slices.Equal(got, want) || (gotErr == nil) != (wantErr == nil) {
+			t.Errorf("%s: borrowed keys %q (%v), Object's %q (%v)", doc, got, gotErr, want, wantErr)
+		}
+	}
+	data := []byte(`{"key":1}`)
+	s := New(data)
+	_ = s.ObjectBorrowed(func(k string) error {
+		if unsafe.StringData(k) != &data[2] {
+			t.Errorf("key %q is a copy, not the data's bytes", k)
+		}
+		return s.Skip()
+	})
 }

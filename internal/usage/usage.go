@@ -27,6 +27,7 @@
 package usage
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 	"strings"
@@ -107,6 +108,18 @@ const (
 
 var fieldNames = [nFields][]string{modelNames, inputNames, outputNames, totalNames, costNames, inCostNames, outCostName, latNames}
 
+// lastParts holds the last dotted part of every name: a key that matches
+// a name ends with the name, so its last part is the name's.
+var lastParts = func() map[string]bool {
+	m := map[string]bool{}
+	for _, names := range fieldNames {
+		for _, n := range names {
+			m[n[strings.LastIndexByte(n, '.')+1:]] = true
+		}
+	}
+	return m
+}()
+
 // finder keeps, for each member, the best value found so far: the lowest
 // rank (index in its names), the first in document order among equals.
 type finder struct {
@@ -148,7 +161,8 @@ func (f *finder) walk(raw []byte) {
 }
 
 func (f *finder) object(s *jsonscan.Scanner, depth int) error {
-	return s.Object(func(k string) error {
+	// The key is only appended to f.key: borrowed, not copied.
+	return s.ObjectBorrowed(func(k string) error {
 		n := len(f.key)
 		if n > 0 {
 			f.key = append(f.key, '.')
@@ -210,6 +224,15 @@ func (f *finder) value(s *jsonscan.Scanner, depth int) error {
 
 // wanted reports whether the current key is one a member is read from.
 func (f *finder) wanted() bool {
+	// Most keys are none: their last part is no name's last part, told by
+	// one lookup instead of matching every name (a fifth of the walk).
+	last := f.key
+	if i := bytes.LastIndexByte(last, '.'); i >= 0 {
+		last = last[i+1:]
+	}
+	if !lastParts[string(last)] {
+		return false
+	}
 	for fi := range fieldNames {
 		for _, name := range fieldNames[fi] {
 			if matches(f.key, name) {

@@ -258,3 +258,39 @@ func BenchmarkOfTrace(b *testing.B) {
 		_ = r.Totals(tr, nil)
 	}
 }
+
+// TestEveryNameRead: each name of each member is read under a dotted key
+// and as a nested key (wanted's lookup of last parts lets none through
+// unread), and a key that only ends like a name of one part is not.
+func TestEveryNameRead(t *testing.T) {
+	var r Reader
+	for fi, names := range fieldNames {
+		for _, name := range names {
+			value := `7`
+			if fi == fModel {
+				value = `"m"`
+			}
+			dotted := `{"x.` + name + `":` + value + `}`
+			nested := `{"x":{"` + strings.ReplaceAll(name, ".", `":{"`) + `":` + value + strings.Repeat("}", strings.Count(name, ".")+1) + `}`
+			if fi == fLatency {
+				continue // read as seconds from Snorkel's own field too; TestSpan covers it
+			}
+			for _, attrs := range []string{dotted, nested} {
+				r.f.reset()
+				r.f.walk([]byte(attrs))
+				if r.f.rank[fi] < 0 {
+					t.Errorf("%s: %s not read", attrs, name)
+				}
+			}
+			if !strings.Contains(name, ".") {
+				r.f.reset()
+				r.f.walk([]byte(`{"x` + name + `":` + value + `}`))
+				for fj, rank := range r.f.rank {
+					if rank >= 0 {
+						t.Errorf("x%s read as %s", name, fieldNames[fj][rank])
+					}
+				}
+			}
+		}
+	}
+}

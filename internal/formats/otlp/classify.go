@@ -255,7 +255,7 @@ func (n *node) outputMessages() (msgs []trace.Event, text bool) {
 func (n *node) payload(attr *val, raw []byte, role string) ([]trace.Event, bool) {
 	v := attr
 	if v == nil && raw != nil {
-		v = parseVal(raw)
+		v = n.parser().parse(raw)
 	}
 	if v == nil || v.isNull() {
 		return nil, false
@@ -293,7 +293,7 @@ func (n *node) eventMessages(output bool) []trace.Event {
 		default:
 			continue
 		}
-		v := parseVal(objectOf(e.Attributes))
+		v := n.parser().parse(objectOf(e.Attributes))
 		if v == nil {
 			continue
 		}
@@ -389,7 +389,7 @@ func (n *node) toolInfo() *toolInfo {
 		}
 	}
 	if args == nil && n.sp.Input != nil {
-		args = parseVal(n.sp.Input)
+		args = n.parser().parse(n.sp.Input)
 	}
 	if args == nil {
 		if v := n.attr("tool.parameters"); v != nil {
@@ -413,7 +413,7 @@ func (n *node) toolInfo() *toolInfo {
 		}
 	}
 	if !ti.hasResult && n.sp.Output != nil {
-		if v := parseVal(n.sp.Output); v != nil && !v.isNull() {
+		if v := n.parser().parse(n.sp.Output); v != nil && !v.isNull() {
 			result, ti.hasResult = v, true
 		}
 	}

@@ -78,6 +78,7 @@ type node struct {
 	// a Mapped.
 	sp    *Span
 	cache []parsedAttr // attributes parsed so far (attr)
+	vp    *valParser   // shared by the trace's nodes
 }
 
 type parsedAttr struct {
@@ -111,12 +112,20 @@ func (n *node) attr(key string) *val {
 	as := n.sp.Attributes
 	for i := len(as) - 1; i >= 0; i-- {
 		if as[i].Key == key {
-			v := parseVal(as[i].Value)
+			v := n.parser().parse(as[i].Value)
 			n.cache = append(n.cache, parsedAttr{key, v})
 			return v
 		}
 	}
 	return nil
+}
+
+// parser is the trace's value parser (each node its own when none was given).
+func (n *node) parser() *valParser {
+	if n.vp == nil {
+		n.vp = newValParser()
+	}
+	return n.vp
 }
 
 func (n *node) attrStr(key string) string {
@@ -193,6 +202,7 @@ func indexNodes(spans []Span, idx []int) ([]*node, map[string]*node, string, *Pr
 	nodes := make([]*node, len(idx))
 	byID := make(map[string]*node, len(idx))
 	traceID := ""
+	vp := newValParser()
 	for j, i := range idx {
 		sp := &spans[i]
 		prob := func(format string, args ...any) *Problem {
@@ -222,7 +232,7 @@ func indexNodes(spans []Span, idx []int) ([]*node, map[string]*node, string, *Pr
 		if prev, dup := byID[sp.SpanID]; dup {
 			return nil, nil, "", prob("span id %s is used twice (also by span #%d)", sp.SpanID, prev.idx)
 		}
-		n := &node{idx: i, id: sp.SpanID, parentID: sp.ParentID, sp: sp, order: j}
+		n := &node{idx: i, id: sp.SpanID, parentID: sp.ParentID, sp: sp, order: j, vp: vp}
 		n.traceID = sp.TraceID
 		if !sp.Start.IsZero() {
 			n.startNS = sp.Start.UnixNano()

@@ -18,6 +18,7 @@ type val struct {
 	str  string // String
 	obj  []member
 	arr  []*val
+	p    *valParser // what parsed it, to parse the JSON a string holds (decoded)
 }
 
 type member struct {
@@ -26,37 +27,99 @@ type member struct {
 }
 
 // parseVal parses one JSON document; nil when it is not valid JSON.
-func parseVal(data []byte) *val {
-	s := jsonscan.New(data)
-	v, err := readVal(s)
-	if err != nil || s.End() != nil {
+func parseVal(data []byte) *val { return newValParser().parse(data) }
+
+func newValParser() *valParser { return &valParser{s: jsonscan.New(nil)} }
+
+// parse parses one JSON document; nil when it is not valid JSON. Its
+// values share the parser's slabs with those parsed before: one parser
+// serves a trace's mapping.
+func (p *valParser) parse(data []byte) *val {
+	p.s.Reset(data)
+	v, err := p.read()
+	if err != nil || p.s.End() != nil {
 		return nil
 	}
 	return v
 }
 
-func readVal(s *jsonscan.Scanner) (*val, error) {
+// valParser reads a document's values into slabs: a node, and each
+// object's members and array's elements, allocated one by one were two
+// thirds of the bytes mapping allocates and most of its calls to the
+// allocator. Members and elements wait on a stack until their container
+// ends, then take a slice of its exact size from a slab.
+type valParser struct {
+	s      *jsonscan.Scanner
+	vals   slab[val]
+	mstack []member
+	astack []*val
+	mslab  slab[member]
+	aslab  slab[*val]
+}
+
+// slab hands out slices of arrays made a few at a time: each array twice
+// as long as the one before, up to maxSlab (most documents are one string).
+type slab[T any] struct {
+	free []T
+	size int // the length of the last array made
+}
+
+const maxSlab = 64
+
+// take returns a slice of length n, with no room to grow.
+func (s *slab[T]) take(n int) []T {
+	if len(s.free) < n {
+		s.size = min(max(2*s.size, 2), maxSlab)
+		s.free = make([]T, max(n, s.size))
+	}
+	out := s.free[:n:n]
+	s.free = s.free[n:]
+	return out
+}
+
+func (p *valParser) node(k jsonscan.Kind) *val {
+	v := &p.vals.take(1)[0]
+	v.kind, v.p = k, p
+	return v
+}
+
+func (p *valParser) read() (*val, error) {
+	s := p.s
 	k := s.Peek()
 	start := s.Offset()
-	v := &val{kind: k}
+	v := p.node(k)
 	var err error
 	switch k {
 	case jsonscan.Object:
+		base := len(p.mstack)
 		err = s.Object(func(key string) error {
-			c, err := readVal(s)
+			c, err := p.read()
 			if err == nil {
-				v.obj = append(v.obj, member{key, c})
+				p.mstack = append(p.mstack, member{key, c})
 			}
 			return err
 		})
+		if n := len(p.mstack) - base; err == nil && n > 0 {
+			v.obj = p.mslab.take(n)
+			copy(v.obj, p.mstack[base:])
+		}
+		clear(p.mstack[base:])
+		p.mstack = p.mstack[:base]
 	case jsonscan.Array:
+		base := len(p.astack)
 		err = s.Array(func(int) error {
-			c, err := readVal(s)
+			c, err := p.read()
 			if err == nil {
-				v.arr = append(v.arr, c)
+				p.astack = append(p.astack, c)
 			}
 			return err
 		})
+		if n := len(p.astack) - base; err == nil && n > 0 {
+			v.arr = p.aslab.take(n)
+			copy(v.arr, p.astack[base:])
+		}
+		clear(p.astack[base:])
+		p.astack = p.astack[:base]
 	case jsonscan.String:
 		v.str, err = s.String("value")
 	default:
@@ -123,10 +186,18 @@ func (v *val) decoded() *val {
 	if t == "" || t[0] != '{' && t[0] != '[' {
 		return v
 	}
-	if d := parseVal(bytesOf(t)); d != nil {
+	if d := v.parser().parse(bytesOf(t)); d != nil {
 		return d
 	}
 	return v
+}
+
+// parser is the parser that made v, or a new one.
+func (v *val) parser() *valParser {
+	if v.p != nil {
+		return v.p
+	}
+	return newValParser()
 }
 
 // bytesOf is the bytes of s, not copied, for parseVal (which only reads
@@ -144,7 +215,7 @@ func (v *val) decodedAny() *val {
 	if t == "" {
 		return v
 	}
-	if d := parseVal(bytesOf(t)); d != nil {
+	if d := v.parser().parse(bytesOf(t)); d != nil {
 		return d
 	}
 	return v
