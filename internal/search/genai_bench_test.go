@@ -10,14 +10,7 @@ import (
 // BenchmarkIndexGenAI indexes GenAI agent traces as the indexer does: a
 // text cache for each 32 traces.
 func BenchmarkIndexGenAI(b *testing.B) {
-	ts, err := mapped.Traces(8)
-	if err != nil {
-		b.Fatal(err)
-	}
-	spans := 0
-	for _, t := range ts {
-		spans += len(t.Spans)
-	}
+	ts, spans := mapped.ForBench(b, 8)
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {

@@ -10,14 +10,7 @@ import (
 // BenchmarkTotalsGenAI reads the usage of GenAI agent traces as a build
 // does (storeutil's digest): each trace's totals, every span walked.
 func BenchmarkTotalsGenAI(b *testing.B) {
-	ts, err := mapped.Traces(8)
-	if err != nil {
-		b.Fatal(err)
-	}
-	spans := 0
-	for _, t := range ts {
-		spans += len(t.Spans)
-	}
+	ts, spans := mapped.ForBench(b, 8)
 	r := usage.NewReader(nil)
 	b.ReportAllocs()
 	n := 0

@@ -6,6 +6,7 @@ package mapped
 
 import (
 	"fmt"
+	"testing"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -33,4 +34,18 @@ func Traces(batches int) ([]*trace.Trace, error) {
 		spans = append(spans, s...)
 	}
 	return otlp.Map(spans)
+}
+
+// ForBench is Traces for a benchmark, which fails on an error, with the
+// number of spans the traces hold (for a figure a span).
+func ForBench(b testing.TB, batches int) (ts []*trace.Trace, spans int) {
+	b.Helper()
+	ts, err := Traces(batches)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, t := range ts {
+		spans += len(t.Spans)
+	}
+	return ts, spans
 }
