@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -418,6 +419,52 @@ func testPendingSorted(t *testing.T, open func(t *testing.T) store.Store) {
 	buildPending(t, e, store.PendingFilter{DatasetID: d.ID}, build)
 	listed("c built", a, b, c)
 	dashTraces("all built", 3)
+}
+
+// testBuiltSorted: traces built together (one build, a statement for all
+// their rows where the backend batches) each get their own summary: sorted
+// by duration, they come in the order of the durations their spans give.
+func testBuiltSorted(t *testing.T, open func(t *testing.T) store.Store) {
+	e := newEnv(t, open)
+	alice := e.user("alice")
+	d := e.dataset(alice, "otel", false)
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	// A span's data is its length in seconds.
+	build := func(otelID string, spans [][]byte) (*trace.Trace, error) {
+		tr := &trace.Trace{Name: "otel " + otelID}
+		for i, s := range spans {
+			n, err := strconv.Atoi(string(s))
+			if err != nil {
+				return nil, err
+			}
+			tr.Spans = append(tr.Spans, trace.Span{ID: fmt.Sprint("s", i), Name: "step", Start: t0, End: t0.Add(time.Duration(n) * time.Second)})
+		}
+		return tr, nil
+	}
+	secs := []int{30, 5, 60, 1, 12}
+	var groups []store.SpanGroup
+	for i, n := range secs {
+		groups = append(groups, store.SpanGroup{OTelTraceID: fmt.Sprintf("%032x", i+1), Spans: spans("s", strconv.Itoa(n))})
+	}
+	ids, err := e.st.AcceptSpans(e.ctx, alice.ID, d.ID, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := buildPending(t, e, store.PendingFilter{DatasetID: d.ID}, build); len(out) != len(secs) {
+		t.Fatalf("one build of %d traces built %v", len(secs), out)
+	}
+	order := []int{3, 1, 4, 0, 2} // by duration
+	var want []string
+	for _, i := range order {
+		want = append(want, ids[i])
+	}
+	if got := e.listSorted(d.ID, store.SortDuration, false, 10); !slices.Equal(got, want) {
+		t.Errorf("sorted by duration: %v, want %v", got, want)
+	}
+	slices.Reverse(want)
+	if got := e.listSorted(d.ID, store.SortDuration, true, 10); !slices.Equal(got, want) {
+		t.Errorf("sorted by duration, descending: %v, want %v", got, want)
+	}
 }
 
 // testPendingLater: a stale trace of Later is left for now, a quiet one is

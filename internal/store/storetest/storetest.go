@@ -66,6 +66,7 @@ func Run(t *testing.T, openTB func(tb testing.TB) store.Store) {
 		{"AcceptSpansConcurrently", testAcceptSpansConcurrently},
 		{"PendingLater", testPendingLater},
 		{"PendingSorted", testPendingSorted},
+		{"BuiltSorted", testBuiltSorted},
 		{"PendingMany", testPendingMany},
 		{"SearchConformance", testSearchConformance},
 		{"SearchConsistency", testSearchConsistency},
