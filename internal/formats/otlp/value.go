@@ -186,18 +186,10 @@ func (v *val) decoded() *val {
 	if t == "" || t[0] != '{' && t[0] != '[' {
 		return v
 	}
-	if d := v.parser().parse(bytesOf(t)); d != nil {
+	if d := v.p.parse(bytesOf(t)); d != nil {
 		return d
 	}
 	return v
-}
-
-// parser is the parser that made v, or a new one.
-func (v *val) parser() *valParser {
-	if v.p != nil {
-		return v.p
-	}
-	return newValParser()
 }
 
 // bytesOf is the bytes of s, not copied, for parseVal (which only reads
@@ -215,7 +207,7 @@ func (v *val) decodedAny() *val {
 	if t == "" {
 		return v
 	}
-	if d := v.parser().parse(bytesOf(t)); d != nil {
+	if d := v.p.parse(bytesOf(t)); d != nil {
 		return d
 	}
 	return v

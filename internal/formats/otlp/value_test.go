@@ -1,9 +1,6 @@
 package otlp
 
-import (
-	"reflect"
-	"testing"
-)
+import "testing"
 
 // TestValParserShared: documents parsed one after another by one parser
 // (as a trace's nodes share one) keep their own trees: what a later parse,
@@ -51,5 +48,5 @@ func sameVal(a, b *val) bool {
 			return false
 		}
 	}
-	return reflect.TypeOf(a) == reflect.TypeOf(b)
+	return true
 }

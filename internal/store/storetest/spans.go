@@ -421,9 +421,9 @@ func testPendingSorted(t *testing.T, open func(t *testing.T) store.Store) {
 	dashTraces("all built", 3)
 }
 
-// testBuiltSorted: traces built together (one build, a statement for all
-// their rows where the backend batches) each get their own summary: sorted
-// by duration, they come in the order of the durations their spans give.
+// testBuiltSorted: traces built together (one build) each get their own
+// summary: sorted by duration, they come in the order of the durations
+// their spans give.
 func testBuiltSorted(t *testing.T, open func(t *testing.T) store.Store) {
 	e := newEnv(t, open)
 	alice := e.user("alice")
