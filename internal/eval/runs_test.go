@@ -13,11 +13,11 @@ import (
 	"github.com/lookout-dev/lookout/internal/store"
 )
 
-// TestRunsLeases: two managers on one store, as two servers on one
-// database, never work on one run together. The one that did not start a
-// run leaves it alone while its starter renews the lease, takes it at once
-// when the starter stops, and takes a run whose holder vanished (a lease
-// nobody renews) once the lease expires; every trace is graded once.
+// TestRunsLeases: managers on one store, as servers on one database,
+// never work on one run together. The one that did not start a run leaves
+// it alone while its starter renews the lease, takes it at once when the
+// starter stops, and a run whose holder vanished (a lease nobody renews)
+// is taken once the lease expires; every trace is graded once.
 func TestRunsLeases(t *testing.T) {
 	const n = 40
 	st, fixture := runFixture(t, n)
@@ -118,7 +118,11 @@ func TestRunsLeases(t *testing.T) {
 	}
 	gradedOnce(run.ID)
 
-	// A run whose holder vanished: b takes it when the lease expires.
+	// A run whose holder vanished: a server looking for runs without one
+	// takes it when the lease expires. b stops first and c starts looking
+	// only once the vanished server holds the lease: a manager looking
+	// while the run is created could claim it before the vanished server.
+	b.Stop()
 	run2, err := st.CreateRun(ctx, store.EvalRun{DatasetID: d.ID, Name: "orphan", Criteria: mustFreeze(t, criteria), Total: n})
 	if err != nil {
 		t.Fatal(err)
@@ -127,9 +131,13 @@ func TestRunsLeases(t *testing.T) {
 		t.Fatalf("claim for the server that died: %v %v", held, err)
 	}
 	claimed := time.Now()
+	c := manager()
+	if err := c.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(lease)
-	if time.Since(claimed) < 2*lease && b.activeRun(run2.ID) != nil {
-		t.Fatal("b took a run before its lease expired")
+	if time.Since(claimed) < 2*lease && c.activeRun(run2.ID) != nil {
+		t.Fatal("c took a run before its lease expired")
 	}
 	waitDone(run2.ID)
 	gradedOnce(run2.ID)
