@@ -453,9 +453,13 @@ func testBuiltSorted(t *testing.T, open func(t *testing.T) store.Store) {
 	if out := buildPending(t, e, store.PendingFilter{DatasetID: d.ID}, build); len(out) != len(secs) {
 		t.Fatalf("one build of %d traces built %v", len(secs), out)
 	}
-	order := []int{3, 1, 4, 0, 2} // by duration
+	byDuration := make([]int, len(secs))
+	for i := range byDuration {
+		byDuration[i] = i
+	}
+	slices.SortFunc(byDuration, func(a, b int) int { return secs[a] - secs[b] })
 	var want []string
-	for _, i := range order {
+	for _, i := range byDuration {
 		want = append(want, ids[i])
 	}
 	if got := e.listSorted(d.ID, store.SortDuration, false, 10); !slices.Equal(got, want) {
